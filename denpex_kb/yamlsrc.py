@@ -1,0 +1,118 @@
+"""Strict YAML reading that remembers where every value came from.
+
+PyYAML's safe loader silently keeps the last of two duplicate keys and cannot tell us the line
+of a nested value. Entries are written by hand, so both matter: we compose the node graph
+ourselves, refuse anything but plain YAML types, and record a (line, column) for every path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+
+_PLAIN_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:timestamp",
+}
+
+
+@dataclass(frozen=True)
+class Located:
+    """A parsed document plus the 1-based (line, column) of every value and mapping key."""
+
+    data: Any
+    values: dict[Path, tuple[int, int]]
+    keys: dict[Path, tuple[int, int]]
+
+    def where(self, path: Path) -> tuple[int, int]:
+        """Position of the value at `path`, or of its nearest located ancestor."""
+        p = tuple(path)
+        while p not in self.values and p:
+            p = p[:-1]
+        return self.values.get(p, (1, 1))
+
+    def where_key(self, path: Path) -> tuple[int, int]:
+        """Position of the mapping key that ends `path` (falls back to the value)."""
+        return self.keys.get(tuple(path)) or self.where(path)
+
+
+class YamlProblem(Exception):
+    """A YAML document that cannot be accepted; carries a 1-based position."""
+
+    def __init__(self, line: int, column: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+        self.message = message
+
+
+def _pos(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def load_located(text: str) -> Located:
+    """Parse one YAML document strictly. Raises YamlProblem on syntax errors, non-plain tags,
+    duplicate keys, non-string keys and empty documents."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise YamlProblem(line, col, f"YAML syntax error: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:  # pragma: no cover - composer raises marked errors
+        raise YamlProblem(1, 1, f"YAML error: {exc}") from None
+    if node is None:
+        raise YamlProblem(1, 1, "file is empty")
+    values: dict[Path, tuple[int, int]] = {}
+    keys: dict[Path, tuple[int, int]] = {}
+    constructor = yaml.constructor.SafeConstructor()
+
+    def build(n: yaml.Node, path: Path) -> Any:
+        values[path] = _pos(n)
+        if n.tag not in _PLAIN_TAGS:
+            line, col = _pos(n)
+            raise YamlProblem(line, col, f"unsupported YAML tag {n.tag!r} (only plain YAML types)")
+        if isinstance(n, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for knode, vnode in n.value:
+                if not isinstance(knode, yaml.ScalarNode) or knode.tag != "tag:yaml.org,2002:str":
+                    line, col = _pos(knode)
+                    raise YamlProblem(line, col, "mapping keys must be plain strings")
+                key = knode.value
+                if key in out:
+                    line, col = _pos(knode)
+                    first = keys[path + (key,)]
+                    raise YamlProblem(
+                        line, col, f"duplicate key {key!r} (first defined at line {first[0]})"
+                    )
+                keys[path + (key,)] = _pos(knode)
+                out[key] = build(vnode, path + (key,))
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [build(item, path + (i,)) for i, item in enumerate(n.value)]
+        if n.tag == "tag:yaml.org,2002:timestamp":
+            return n.value  # a date in prose stays the text the author wrote
+        return constructor.construct_object(n, deep=True)
+
+    return Located(build(node, ()), values, keys)
+
+
+def format_path(path: Path) -> str:
+    """`('match', 'any', 1)` -> `match.any[1]`; the empty path is `(entry)`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(entry)"
