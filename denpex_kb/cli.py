@@ -81,8 +81,12 @@ def validate(kb_dir: Path | None) -> None:
 @click.option("--phase", help="Only entries of this lifecycle phase.")
 @click.option("--tag", help="Only entries with this tag.")
 @click.option("--class", "failure_class", help="Only entries of this failure class.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def list_cmd(kb_dir: Path | None, phase: str | None, tag: str | None, failure_class: str | None, fmt: str) -> None:
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def list_cmd(
+    kb_dir: Path | None, phase: str | None, tag: str | None, failure_class: str | None, fmt: str
+) -> None:
     """List entries, optionally filtered by phase, tag or failure class."""
     from .model import FAILURE_CLASSES, PHASES
 
@@ -127,7 +131,9 @@ def list_cmd(kb_dir: Path | None, phase: str | None, tag: str | None, failure_cl
 def _wrap(text: str, indent: str = "  ") -> str:
     paras = [p.strip() for p in text.strip().split("\n\n")]
     return "\n\n".join(
-        textwrap.fill(" ".join(p.split()), width=96, initial_indent=indent, subsequent_indent=indent)
+        textwrap.fill(
+            " ".join(p.split()), width=96, initial_indent=indent, subsequent_indent=indent
+        )
         for p in paras
         if p
     )
@@ -138,8 +144,10 @@ def render_entry_text(entry) -> str:  # noqa: ANN001 - model.Entry
     out: list[str] = []
     add = out.append
     add(f"{entry.title}")
-    add(f"id: {entry.id}   phase: {entry.phase}   class: {entry.failure_class}   "
-        f"severity: {entry.severity}   role: {entry.role}")
+    add(
+        f"id: {entry.id}   phase: {entry.phase}   class: {entry.failure_class}   "
+        f"severity: {entry.severity}   role: {entry.role}"
+    )
     add(f"tags: {', '.join(entry.tags)}")
     for v in entry.affected.versions:
         fixed = f" (fixed in {v.fixed_in})" if v.fixed_in else ""

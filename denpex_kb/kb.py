@@ -87,7 +87,9 @@ def _schema_problems(doc: Located, fname: str) -> list[Problem]:
     return out
 
 
-def _explain_schema_error(err: jsonschema.ValidationError, doc: Located, fname: str) -> list[Problem]:
+def _explain_schema_error(
+    err: jsonschema.ValidationError, doc: Located, fname: str
+) -> list[Problem]:
     path = tuple(err.absolute_path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = set(err.schema.get("properties", {}))
@@ -106,7 +108,9 @@ def _explain_schema_error(err: jsonschema.ValidationError, doc: Located, fname: 
         return [Problem(fname, line, col, format_path(path), f"missing required field {name!r}")]
     if err.validator in ("oneOf", "anyOf") and path and path[0] == "examples":
         line, col = doc.where(path)
-        return [Problem(fname, line, col, format_path(path), "give exactly one of 'log' or 'log_file'")]
+        return [
+            Problem(fname, line, col, format_path(path), "give exactly one of 'log' or 'log_file'")
+        ]
     if err.validator == "anyOf" and path == ("match",):
         line, col = doc.where(path)
         return [Problem(fname, line, col, "match", "needs 'all' or 'any' (or both)")]
@@ -173,7 +177,9 @@ def load_tags(root: Path) -> tuple[dict[str, str], list[Problem]]:
     return tags, problems
 
 
-def _check_entry(data: dict[str, Any], doc: Located, path: Path, root: Path, tags: dict[str, str]) -> list[Problem]:
+def _check_entry(
+    data: dict[str, Any], doc: Located, path: Path, root: Path, tags: dict[str, str]
+) -> list[Problem]:
     """Checks beyond the schema that concern one entry alone."""
     fname = _display(path)
     out: list[Problem] = []
@@ -189,7 +195,12 @@ def _check_entry(data: dict[str, Any], doc: Located, path: Path, root: Path, tag
     for i, tag in enumerate(data["tags"]):
         if tag not in tags:
             hint = _closest(tag, tags)
-            add(("tags", i), f"unknown tag {tag!r}" + (f" (did you mean {hint!r}?)" if hint else "") + f"; add it to kb/{TAGS_FILE} first")
+            add(
+                ("tags", i),
+                f"unknown tag {tag!r}"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + f"; add it to kb/{TAGS_FILE} first",
+            )
 
     signal_ids: dict[str, int] = {}
     for i, sig in enumerate(data["signals"]):
@@ -207,9 +218,16 @@ def _check_entry(data: dict[str, Any], doc: Located, path: Path, root: Path, tag
         if reason:
             add(("signals", i, "pattern"), f"regex is not RE2-compatible: {reason}")
         elif re.compile(pat, flags).search(""):
-            add(("signals", i, "pattern"), "regex matches the empty string, so it matches every line")
+            add(
+                ("signals", i, "pattern"),
+                "regex matches the empty string, so it matches every line",
+            )
         src = sig["source"]
-        if src["kind"] == "captured-log" and not (root / src["path"]).is_file() and not (root.parent / src["path"]).is_file():
+        if (
+            src["kind"] == "captured-log"
+            and not (root / src["path"]).is_file()
+            and not (root.parent / src["path"]).is_file()
+        ):
             add(("signals", i, "source", "path"), f"captured log {src['path']!r} does not exist")
 
     used: set[str] = set()
@@ -337,7 +355,9 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
     """Load and fully validate a knowledge base. Raises KBError listing every problem."""
     root = Path(root) if root is not None else default_kb_dir()
     if not root.is_dir():
-        raise KBError([Problem(_display(root), 1, 1, "(kb)", "knowledge base folder does not exist")])
+        raise KBError(
+            [Problem(_display(root), 1, 1, "(kb)", "knowledge base folder does not exist")]
+        )
     tags, problems = load_tags(root)
     parsed: list[tuple[Path, Located]] = []
     known_ids: set[str] = set()  # ids of every readable entry, so one bad entry does not cascade
@@ -377,7 +397,13 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
         if eid in ids:
             line, col = doc.where(("id",))
             problems.append(
-                Problem(_display(path), line, col, "id", f"duplicate id {eid!r} (also in {_display(ids[eid])})")
+                Problem(
+                    _display(path),
+                    line,
+                    col,
+                    "id",
+                    f"duplicate id {eid!r} (also in {_display(ids[eid])})",
+                )
             )
         else:
             ids[eid] = path
@@ -386,17 +412,31 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
         for i, la in enumerate(doc.data["look_alikes"]):
             if la["id"] == doc.data["id"]:
                 line, col = doc.where(("look_alikes", i, "id"))
-                problems.append(Problem(fname, line, col, f"look_alikes[{i}].id", "an entry cannot be its own look-alike"))
+                problems.append(
+                    Problem(
+                        fname,
+                        line,
+                        col,
+                        f"look_alikes[{i}].id",
+                        "an entry cannot be its own look-alike",
+                    )
+                )
             elif la["id"] not in known_ids:
                 line, col = doc.where(("look_alikes", i, "id"))
-                problems.append(Problem(fname, line, col, f"look_alikes[{i}].id", f"unknown entry {la['id']!r}"))
+                problems.append(
+                    Problem(fname, line, col, f"look_alikes[{i}].id", f"unknown entry {la['id']!r}")
+                )
         for j, ex in enumerate(doc.data["examples"]):
             top = ex.get("expect_top")
             if top and top not in known_ids:
                 line, col = doc.where(("examples", j, "expect_top"))
-                problems.append(Problem(fname, line, col, f"examples[{j}].expect_top", f"unknown entry {top!r}"))
+                problems.append(
+                    Problem(fname, line, col, f"examples[{j}].expect_top", f"unknown entry {top!r}")
+                )
     if not parsed and not problems:
-        problems.append(Problem(_display(root), 1, 1, "(kb)", "no entries found under <phase>/ folders"))
+        problems.append(
+            Problem(_display(root), 1, 1, "(kb)", "no entries found under <phase>/ folders")
+        )
     if problems:
         raise KBError(problems)
     base = root.resolve().parent
