@@ -191,7 +191,7 @@ def _check_entry(
     if data["id"] != path.stem:
         add(("id",), f"id {data['id']!r} does not match file name {path.name!r}")
     if data["phase"] != path.parent.name:
-        add(("phase",), f"phase {data['phase']!r} does not match folder {path.parent.name!r}/")
+        add(("phase",), f"phase {data['phase']!r} does not match folder '{path.parent.name}/'")
     for i, tag in enumerate(data["tags"]):
         if tag not in tags:
             hint = _closest(tag, tags)
