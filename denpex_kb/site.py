@@ -1,0 +1,746 @@
+"""Generate the docs hub's pages from the knowledge base: plain Markdown plus a nav.
+
+This module knows nothing about MkDocs. `generate_hub(kb)` returns a `Hub`: Markdown pages and
+static files keyed by their path inside the docs folder, and a nav in the list-of-mappings shape
+that MkDocs (and Zensical) read from `mkdocs.yml`. The MkDocs glue lives in `site_hooks.py`; any
+other static-site generator can take `write_hub()`'s output folder instead.
+
+Layout of the generated part of the hub (paths relative to the docs folder):
+
+    index.md                    home: what the hub is, how to match a log, phases at a glance
+    phases/<phase>.md           one index per lifecycle phase, each entry with its summary
+    classes.md                  entries grouped by failure class
+    tags.md                     the controlled vocabulary and the tags plugin's listing
+    rule-pack.md                download of the rule pack and its conformance vectors
+    entries/<id>.md             one page per entry, sections in a fixed order (ENTRY_SECTIONS)
+    entries/<id>.yaml           the entry's YAML source, linked from its page
+    downloads/...               rule pack files, when the rule-pack exporter provides them
+
+Everything is derived from the entries in a fixed order, so generating twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .model import FAILURE_CLASSES, PHASE_TITLES, PHASES, Entry, KnowledgeBase
+
+# Section headings of an entry page, in order. Tests and the browser check use this list.
+# Headings are fixed words on purpose: search gives heading text a large boost, so nothing that
+# belongs to one entry (an example name, a check) is ever rendered as a heading.
+ENTRY_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("what-you-see", "What you see"),
+    ("why-it-happens", "Why it happens"),
+    ("affected", "Affected configs and versions"),
+    ("check-it", "Check it"),
+    ("how-to-fix-it", "How to fix it"),
+    ("verify-the-fix", "Verify the fix"),
+    ("look-alikes", "Look-alikes"),
+    ("signals", "Signals (for tool authors)"),
+    ("examples", "Examples"),
+    ("references", "References"),
+    ("source", "Source"),
+)
+
+CLASS_TITLES: dict[str, str] = {
+    "crash": "Crash",
+    "hang": "Hang",
+    "data-integrity": "Data integrity",
+    "resource-exhaustion": "Resource exhaustion",
+    "numerical": "Numerical",
+    "configuration": "Configuration",
+    "performance": "Performance",
+}
+
+CLASS_MEANINGS: dict[str, str] = {
+    "crash": "The job dies with an error.",
+    "hang": "The job stops making progress without dying, until a watchdog or a human ends it.",
+    "data-integrity": "Data is silently wrong or lost: corrupt checkpoints, wrong weights.",
+    "resource-exhaustion": "A limit runs out: memory, disk, file descriptors, shared memory.",
+    "numerical": "Loss scale, NaN/Inf, precision.",
+    "configuration": "The DeepSpeed config or the launch setup is rejected or inconsistent.",
+    "performance": "The job runs, but far slower than it should.",
+}
+
+SEVERITY_ORDER = ("critical", "high", "medium", "low")
+
+# Hand-written pages (in the docs folder) the nav places when they exist.
+WRITE_AN_ENTRY = "write-an-entry.md"
+RULE_PACK_FORMAT = "rule-pack-format.md"
+REPORT_FORMAT = "report-format.md"
+
+# Search boosts (Material's per-page `search.boost`): entry pages are what a search should find;
+# the hub's own pages rank below them. Listing pages repeat every summary and are not indexed.
+BOOST_ENTRY = 2.0
+BOOST_COLLATERAL = 1.5
+BOOST_GUIDE = 0.5
+
+# At most this many "key error lines" are pulled from an entry's examples into "What you see".
+MAX_KEY_LINES = 12
+# Longer example logs are shown in part on the page; the whole log ships as a download.
+MAX_EXAMPLE_LINES = 60
+
+
+@dataclass(frozen=True)
+class Hub:
+    """The generated part of the hub: Markdown pages, static files, and the nav."""
+
+    pages: dict[str, str]
+    files: dict[str, bytes]
+    nav: list[Any]
+    search_excluded: frozenset[str] = field(default_factory=frozenset)
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown helpers
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+
+
+def prose(text: str) -> str:
+    """Author Markdown, made safe to embed: `<placeholder>` outside code is shown, not eaten.
+
+    Entry text is Markdown, but it never contains raw HTML; a `<ckpt_dir>` placeholder would
+    otherwise vanish as an unknown tag. Code spans and fenced blocks are left untouched.
+    """
+    out: list[str] = []
+    in_fence: str | None = None
+    for line in text.strip("\n").split("\n"):
+        m = _FENCE.match(line)
+        if in_fence:
+            out.append(line)
+            if m and m.group(2)[0] == in_fence[0] and len(m.group(2)) >= len(in_fence):
+                in_fence = None
+            continue
+        if m:
+            in_fence = m.group(2)
+            out.append(line)
+            continue
+        parts: list[str] = []
+        pos = 0
+        for cm in _CODE_SPAN.finditer(line):
+            parts.append(_escape_html(line[pos : cm.start()]))
+            parts.append(cm.group(0))
+            pos = cm.end()
+        parts.append(_escape_html(line[pos:]))
+        out.append("".join(parts))
+    return "\n".join(out)
+
+
+def _escape_html(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def inline(text: str) -> str:
+    """One line of author Markdown (titles, list items): newlines folded."""
+    return " ".join(prose(text).split())
+
+
+def html_text(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def code_span(s: str) -> str:
+    """A Markdown code span holding `s` exactly, whatever backticks it contains."""
+    s = " ".join(s.split("\n"))
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def fence(code: str, lang: str = "text", indent: str = "") -> str:
+    """A fenced code block that survives any backticks inside `code`."""
+    code = code.rstrip("\n")
+    longest = max((len(m) for m in re.findall(r"^\s*(`{3,})", code, re.M)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    lines = [f"{ticks} {lang}", *code.split("\n"), ticks]
+    return "\n".join((indent + ln) if ln else ln for ln in lines)
+
+
+def indent_block(text: str, indent: str = "    ") -> str:
+    return "\n".join((indent + ln) if ln.strip() else "" for ln in text.split("\n"))
+
+
+def yaml_str(s: str) -> str:
+    """A YAML scalar for front matter (JSON strings are valid YAML)."""
+    return json.dumps(" ".join(s.split()), ensure_ascii=False)
+
+
+def front_matter(items: Mapping[str, Any]) -> str:
+    lines = ["---"]
+    for key, value in items.items():
+        if isinstance(value, str):
+            lines.append(f"{key}: {yaml_str(value)}")
+        elif isinstance(value, (list, tuple)):
+            lines.append(f"{key}: [{', '.join(yaml_str(v) for v in value)}]")
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            for k, v in value.items():
+                lines.append(f"  {k}: {json.dumps(v)}")
+        else:
+            lines.append(f"{key}: {json.dumps(value)}")
+    lines.append("---")
+    return "\n".join(lines) + "\n\n"
+
+
+def relative(from_page: str, to_path: str) -> str:
+    """Link from one docs-relative page to another docs-relative path."""
+    src = PurePosixPath(from_page).parent
+    dst = PurePosixPath(to_path)
+    up = len(src.parts)
+    common = 0
+    for a, b in zip(src.parts, dst.parts, strict=False):
+        if a != b:
+            break
+        common += 1
+    parts = [".."] * (up - common) + list(dst.parts[common:])
+    return "/".join(parts) or "."
+
+
+def entry_path(entry_id: str) -> str:
+    return f"entries/{entry_id}.md"
+
+
+def phase_path(phase: str) -> str:
+    return f"phases/{phase}.md"
+
+
+# --------------------------------------------------------------------------------------------
+# Entry page
+
+
+def versions_label(entry: Entry) -> str:
+    if not entry.affected.versions:
+        return "any version"
+    return "; ".join(f"{v.package} {v.specifier}" for v in entry.affected.versions)
+
+
+def key_error_lines(entry: Entry) -> list[str]:
+    """The log lines that prove the failure, taken from the entry's own matching examples.
+
+    Lines containing an example's `evidence` come first; otherwise lines where one of the
+    entry's (non-veto) signals matches. Deduplicated, in log order, at most MAX_KEY_LINES.
+    """
+    wanted_ids = set(entry.match.all) | set(entry.match.any)
+    patterns = []
+    for s in entry.signals:
+        if s.id in wanted_ids:
+            try:
+                patterns.append(re.compile(s.pattern, re.I if s.ignore_case else 0))
+            except re.error:  # pragma: no cover - the loader rejects these
+                continue
+    seen: set[str] = set()
+    out: list[str] = []
+
+    def add(line: str) -> None:
+        line = line.rstrip()
+        key = line.strip()
+        if key and key not in seen and len(out) < MAX_KEY_LINES:
+            seen.add(key)
+            out.append(line if len(line) <= 400 else line[:397] + "...")
+
+    positives = [ex for ex in entry.examples if ex.expect == "match"]
+    for ex in positives:
+        for line in ex.log.splitlines():
+            if any(ev in line for ev in ex.evidence):
+                add(line)
+    if not out:
+        for ex in positives:
+            for line in ex.log.splitlines():
+                if any(p.search(line) for p in patterns):
+                    add(line)
+    return out
+
+
+def _badge(text: str, kind: str, href: str | None = None) -> str:
+    if href:
+        return f"[{html_text(text)}]({href}){{ .dx-badge .dx-badge--{kind} }}"
+    return f'<span class="dx-badge dx-badge--{kind}">{html_text(text)}</span>'
+
+
+def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
+    page = entry_path(entry.id)
+    ids = {e.id for e in kb.entries}
+    b: list[str] = []
+    add = b.append
+    boost = BOOST_COLLATERAL if entry.role == "collateral" else BOOST_ENTRY
+    add(
+        front_matter(
+            {
+                "title": entry.title,
+                "description": entry.summary,
+                "tags": list(entry.tags),
+                "search": {"boost": boost},
+                "denpex_entry": entry.id,
+            }
+        )
+    )
+    add(f"# {inline(entry.title)} {{ #{entry.id} }}\n")
+    badges = [
+        _badge(
+            f"phase: {PHASE_TITLES[entry.phase]}", "phase", relative(page, phase_path(entry.phase))
+        ),
+        _badge(
+            f"class: {entry.failure_class}",
+            "class",
+            relative(page, "classes.md") + f"#{entry.failure_class}",
+        ),
+        _badge(f"severity: {entry.severity}", f"severity-{entry.severity}"),
+        _badge(f"versions: {versions_label(entry)}", "versions"),
+    ]
+    if entry.role == "collateral":
+        badges.append(_badge("collateral: a consequence, not a root cause", "collateral"))
+    add('<p class="dx-badges" markdown>' + " ".join(badges) + "</p>\n")
+    add(f'<p class="dx-summary" markdown>{inline(entry.summary)}</p>\n')
+
+    # What you see
+    add("## What you see { #what-you-see }\n")
+    for s in entry.symptoms:
+        add(f"- {inline(s)}")
+    add("")
+    lines = key_error_lines(entry)
+    if lines:
+        add("Key error lines, from the examples below:\n")
+        add(fence("\n".join(lines), "text") + "\n")
+
+    # Why it happens
+    add("## Why it happens { #why-it-happens }\n")
+    add(prose(entry.mechanism) + "\n")
+    for n in entry.not_the_cause:
+        add(f'!!! warning "Not the cause: {html_text(" ".join(n.claim.split()))}"\n')
+        add(indent_block(prose(n.why)) + "\n")
+
+    # Affected
+    add("## Affected configs and versions { #affected }\n")
+    add("Needed for the failure:\n")
+    for c in entry.affected.configs:
+        add(f"- {inline(c)}")
+    add("")
+    if entry.affected.versions:
+        add("| Package | Affected versions | Fixed in | How this was established |")
+        add("|---|---|---|---|")
+        for v in entry.affected.versions:
+            fixed = code_span(v.fixed_in) if v.fixed_in else "not fixed"
+            src = inline(v.source).replace("|", "\\|")
+            add(f"| {code_span(v.package)} | {code_span(v.specifier)} | {fixed} | {src} |")
+        add("")
+    else:
+        add("Does not depend on a package version.\n")
+
+    # Check it
+    add("## Check it { #check-it }\n")
+    for i, c in enumerate(entry.checklist, 1):
+        add(f"{i}. **{inline(c.check)}**\n")
+        add(fence(c.command, "bash", "    ") + "\n")
+        add(indent_block(prose(c.shows)) + "\n")
+
+    # How to fix it
+    add("## How to fix it { #how-to-fix-it }\n")
+    for i, s in enumerate(entry.fix.steps, 1):
+        add(f"{i}. {inline(s)}")
+    add("")
+    for sn in entry.fix.snippets:
+        add(f'<p class="dx-snippet-title" markdown>**{inline(sn.title)}**</p>\n')
+        add(fence(sn.code, sn.language) + "\n")
+    if entry.fix.workaround:
+        add('!!! tip "Workaround when you cannot apply the fix yet"\n')
+        add(indent_block(prose(entry.fix.workaround)) + "\n")
+
+    # Verify
+    add("## Verify the fix { #verify-the-fix }\n")
+    add(fence(entry.verify.command, "bash") + "\n")
+    add(prose(entry.verify.expected) + "\n")
+
+    # Look-alikes
+    add("## Look-alikes { #look-alikes }\n")
+    if entry.look_alikes:
+        add("Same surface error, different cause. The tell:\n")
+        for la in entry.look_alikes:
+            if la.id in ids:
+                other = kb.get(la.id)
+                link = f"[{inline(other.title)}]({relative(page, entry_path(la.id))})"
+            else:  # pragma: no cover - the loader rejects unknown ids
+                link = code_span(la.id)
+            add(f"- {link}: {inline(la.tell)}")
+        add("")
+    else:
+        add("No known look-alikes.\n")
+
+    # Signals
+    add("## Signals (for tool authors) { #signals }\n")
+    add(_match_rule_text(entry) + "\n")
+    for s in entry.signals:
+        role = (
+            "veto"
+            if s.id in entry.match.none
+            else ("required" if s.id in entry.match.all else "any-of")
+        )
+        flags = ", case-insensitive" if s.ignore_case else ""
+        add(f"- {code_span(s.id)} ({role}{flags}): {inline(s.description)}\n")
+        add(fence(s.pattern, "text", "    ") + "\n")
+        add(indent_block(_source_text(s.source)) + "\n")
+
+    # Examples: logs are shown, not indexed for search (no-match logs belong to other entries,
+    # and the error lines that matter are already under "What you see").
+    add("## Examples { #examples }\n")
+    for ex in entry.examples:
+        verdict = "must match" if ex.expect == "match" else "must not match"
+        label = f"{ex.name}: {verdict} ({ex.provenance})"
+        add(f'??? example "{html_text(label)}"\n')
+        body: list[str] = []
+        if ex.description:
+            body.append(prose(ex.description) + "\n")
+        if ex.source:
+            body.append(f"Source: {inline(ex.source)}\n")
+        if ex.expect_top:
+            target = (
+                f"[{code_span(ex.expect_top)}]({relative(page, entry_path(ex.expect_top))})"
+                if ex.expect_top in ids
+                else code_span(ex.expect_top)
+            )
+            body.append(f"The root cause here is {target}.\n")
+        log_lines = ex.log.rstrip("\n").split("\n")
+        if len(log_lines) > MAX_EXAMPLE_LINES:
+            head = log_lines[: MAX_EXAMPLE_LINES // 2]
+            tail = log_lines[-MAX_EXAMPLE_LINES // 2 :]
+            omitted = len(log_lines) - len(head) - len(tail)
+            shown = "\n".join([*head, f"[... {omitted} lines omitted ...]", *tail])
+            body.append(
+                f"First and last {MAX_EXAMPLE_LINES // 2} of {len(log_lines)} lines; "
+                f"[the whole log]({relative(page, example_log_path(entry.id, ex.name))}).\n"
+            )
+        else:
+            shown = "\n".join(log_lines)
+        body.append('<div class="dx-log" data-search-exclude markdown>\n')
+        body.append(fence(shown, "text") + "\n")
+        body.append("</div>\n")
+        add(indent_block("\n".join(body)) + "\n")
+
+    # References
+    add("## References { #references }\n")
+    for r in entry.references:
+        note = f": {inline(r.note)}" if r.note else ""
+        add(f"- [{inline(r.title)}]({r.url}) ({r.kind}){note}")
+    add("")
+
+    # Source
+    add("## Source { #source }\n")
+    src = entry.source_path or f"kb/{entry.phase}/{entry.id}.yaml"
+    add(
+        f"This page is generated from [{code_span(src)}]({entry.id}.yaml). "
+        "Edit the YAML, never this page; the rule pack and the search index come from the "
+        f"same file. Rule id: {code_span(entry.id)}.\n"
+    )
+    return "\n".join(b).rstrip() + "\n"
+
+
+def example_log_path(entry_id: str, example_name: str) -> str:
+    return f"entries/{entry_id}/{example_name}.log"
+
+
+def _match_rule_text(entry: Entry) -> str:
+    r = entry.match
+    parts = [
+        f"Role **{r.role}**, evaluated per **{'rank' if r.scope == 'rank' else 'whole log'}**."
+    ]
+    if r.all:
+        parts.append("Fires when all of " + ", ".join(code_span(s) for s in r.all) + " are seen")
+    if r.any:
+        joiner = "and any of " if r.all else "Fires when any of "
+        parts.append(joiner + ", ".join(code_span(s) for s in r.any) + " is seen")
+    text = parts[0] + " " + "; ".join(parts[1:])
+    if r.window_lines:
+        text += f", within {r.window_lines} lines of one another"
+    text += "."
+    if r.none:
+        text += " Vetoed by " + ", ".join(code_span(s) for s in r.none) + "."
+    if r.versions:
+        text += (
+            " Only when the log's own versions satisfy "
+            + ", ".join(code_span(f"{v.package} {v.specifier}") for v in r.versions)
+            + "."
+        )
+    return text
+
+
+def _source_text(src: Any) -> str:
+    where = ""
+    if src.kind == "upstream-source":
+        where = f"Emitted by {code_span(f'{src.repo}: {src.path}')} at {code_span(src.ref or '?')}"
+    elif src.kind == "public-log":
+        where = "Seen in a public log"
+    elif src.kind == "captured-log":
+        where = f"Seen in the captured log {code_span(src.path or '?')}"
+    if src.url:
+        where += f" ([link]({src.url}))"
+    out = where + "."
+    if src.quote:
+        out += "\n\n" + fence(src.quote, "text")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Hub pages
+
+
+def _entry_row(entry: Entry, from_page: str) -> str:
+    link = relative(from_page, entry_path(entry.id))
+    sev = _badge(entry.severity, f"severity-{entry.severity}")
+    return f"- [{inline(entry.title)}]({link}) {sev}<br>\n  {inline(entry.summary)}"
+
+
+def home_page(kb: KnowledgeBase, has_rulepack: bool) -> str:
+    n = len(kb.entries)
+    b = [
+        front_matter({"title": "DeepSpeed failure hub", "search": {"boost": BOOST_GUIDE}}),
+        "# DeepSpeed failure hub\n",
+        "What killed your DeepSpeed run, why, the exact fix and the command that proves it: "
+        f"{n} failure {'entry' if n == 1 else 'entries'}, browsable offline by lifecycle phase, "
+        "failure class and tag, or by pasting an error string into search.\n",
+        "Match a whole log (any number of ranks) from the terminal, without uploading it:\n",
+        fence(
+            "denpex-kb match train.log        # or a folder of per-rank logs, or - for stdin",
+            "bash",
+        )
+        + "\n",
+        "It names the root-cause entry, the rank that started it, and which errors are only "
+        "collateral damage.\n",
+        "## Phases { #phases }\n",
+        "| Phase | Entries | |",
+        "|---|---|---|",
+    ]
+    for phase in PHASES:
+        entries = kb.by_phase(phase)
+        b.append(
+            f"| [{PHASE_TITLES[phase]}]({phase_path(phase)}) | {len(entries)} | "
+            f"{_phase_blurb(phase)} |"
+        )
+    b.append("")
+    b.append("## More ways in { #more }\n")
+    b.append(
+        "- [By failure class](classes.md): crash, hang, data integrity, resource exhaustion..."
+    )
+    b.append("- [By tag](tags.md): errno names, features, launchers.")
+    if has_rulepack:
+        b.append("- [Rule pack](rule-pack.md): the same failures as JSON rules for your own tools.")
+    b.append(f"- [Write an entry]({WRITE_AN_ENTRY}): add the failure that cost you a night.")
+    return "\n".join(b) + "\n"
+
+
+_PHASE_BLURBS = {
+    "build": "installing DeepSpeed, building ops",
+    "launch": "launchers, hostfiles, rendezvous",
+    "config": "the DeepSpeed config and its checks",
+    "init": "deepspeed.initialize, zero.Init, model loading",
+    "zero": "ZeRO partitioning during training",
+    "memory": "device and host memory exhaustion",
+    "numerics": "loss scale, NaN/Inf, precision",
+    "communication": "collectives, NCCL, gloo, timeouts",
+    "checkpoint": "save, load, conversion, disks",
+    "pipeline": "pipeline parallelism",
+    "offload": "CPU/NVMe offload, async I/O",
+    "data": "data loading",
+    "hardware": "GPUs, links, ECC, nodes",
+}
+
+
+def _phase_blurb(phase: str) -> str:
+    return _PHASE_BLURBS.get(phase, "")
+
+
+def phase_page(kb: KnowledgeBase, phase: str) -> str:
+    page = phase_path(phase)
+    entries = kb.by_phase(phase)
+    b = [
+        front_matter({"title": f"{PHASE_TITLES[phase]}", "search": {"exclude": True}}),
+        f"# {PHASE_TITLES[phase]}\n",
+        f"Failures that show during **{phase}**: {_phase_blurb(phase)}.\n",
+    ]
+    if not entries:
+        b.append("No entries yet. [Write one](../" + WRITE_AN_ENTRY + ").\n")
+    for e in sorted(entries, key=_severity_key):
+        b.append(_entry_row(e, page))
+    return "\n".join(b).rstrip() + "\n"
+
+
+def _severity_key(e: Entry) -> tuple[int, str]:
+    return (SEVERITY_ORDER.index(e.severity), e.id)
+
+
+def classes_page(kb: KnowledgeBase) -> str:
+    page = "classes.md"
+    b = [
+        front_matter({"title": "By failure class", "search": {"exclude": True}}),
+        "# By failure class\n",
+        "What kind of failure it is, whatever the phase.\n",
+    ]
+    for cls in FAILURE_CLASSES:
+        entries = [e for e in kb.entries if e.failure_class == cls]
+        b.append(f"## {CLASS_TITLES.get(cls, cls)} {{ #{cls} }}\n")
+        b.append(f"{CLASS_MEANINGS.get(cls, '')}\n")
+        if not entries:
+            b.append("No entries yet.\n")
+            continue
+        for e in sorted(entries, key=_severity_key):
+            b.append(_entry_row(e, page))
+        b.append("")
+    return "\n".join(b).rstrip() + "\n"
+
+
+def tags_page(kb: KnowledgeBase) -> str:
+    used: dict[str, int] = {}
+    for e in kb.entries:
+        for t in e.tags:
+            used[t] = used.get(t, 0) + 1
+    b = [
+        front_matter({"title": "By tag", "search": {"exclude": True}}),
+        "# By tag\n",
+        "Tags come from a controlled vocabulary, `kb/tags.yaml`: an entry (or page) with a tag "
+        "that is not listed there fails the build.\n",
+        "## Entries by tag { #entries-by-tag }\n",
+        "<!-- material/tags { toc: false } -->\n",
+        "## Vocabulary { #vocabulary }\n",
+        "| Tag | Meaning | Entries |",
+        "|---|---|---|",
+    ]
+    for tag in sorted(kb.tags):
+        b.append(f"| {code_span(tag)} | {inline(kb.tags[tag])} | {used.get(tag, 0)} |")
+    return "\n".join(b) + "\n"
+
+
+def rule_pack_page(downloads: Mapping[str, bytes], has_format_page: bool) -> str:
+    b = [
+        front_matter({"title": "Rule pack download", "search": {"boost": BOOST_GUIDE}}),
+        "# Rule pack\n",
+        "The rule pack is every entry's signals and match rule as one JSON file, for tools that "
+        "are not this Python package: log monitors, CI bots, IDE plugins, a cluster's log "
+        "pipeline. The regexes are RE2-compatible, so any consumer runs them in linear time. "
+        "`denpex-kb match` reads the very same file.\n",
+    ]
+    if has_format_page:
+        b.append(f"The format is specified on [Rule pack format]({RULE_PACK_FORMAT}).\n")
+    b.append("## Download { #download }\n")
+    if downloads:
+        b.append("| File | Size | SHA-256 |")
+        b.append("|---|---|---|")
+        for name in sorted(downloads):
+            data = downloads[name]
+            digest = hashlib.sha256(data).hexdigest()
+            b.append(
+                f"| [{PurePosixPath(name).name}]({name}) | {len(data):,} bytes | "
+                f"{code_span(digest)} |"
+            )
+        b.append("")
+        b.append(
+            "The conformance vectors are logs with the result every consumer must produce: "
+            "run them against your implementation.\n"
+        )
+    else:
+        b.append(
+            "This build has no rule pack: run `denpex-kb build` (which exports it) rather than "
+            "`mkdocs build` alone, or see the format page.\n"
+        )
+    return "\n".join(b) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The whole hub
+
+
+def generate_hub(
+    kb: KnowledgeBase,
+    *,
+    static_pages: Iterable[str] = (),
+    downloads: Mapping[str, bytes] | None = None,
+) -> Hub:
+    """Generate every page of the hub from `kb`.
+
+    static_pages: docs-relative paths of the hand-written pages that exist (they are placed in
+    the nav; links to them are only made when they exist). downloads: rule-pack files keyed by
+    their path under `downloads/`, linked from the rule-pack page.
+    """
+    static = set(static_pages)
+    downloads = dict(downloads or {})
+    has_format = RULE_PACK_FORMAT in static
+    has_rulepack = True  # the rule-pack page always exists; it says when the pack is missing
+    pages: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    pages["index.md"] = home_page(kb, has_rulepack)
+    for phase in PHASES:
+        pages[phase_path(phase)] = phase_page(kb, phase)
+    pages["classes.md"] = classes_page(kb)
+    pages["tags.md"] = tags_page(kb)
+    dl = {f"downloads/{name}": data for name, data in sorted(downloads.items())}
+    pages["rule-pack.md"] = rule_pack_page(dl, has_format)
+    files.update(dl)
+    base = Path(kb.root).resolve().parent
+    for e in kb.entries:
+        pages[entry_path(e.id)] = entry_page(e, kb)
+        src = base / e.source_path if e.source_path else None
+        if src is not None and src.is_file():
+            files[f"entries/{e.id}.yaml"] = src.read_bytes()
+        else:  # pragma: no cover - entries always come from files
+            files[f"entries/{e.id}.yaml"] = b""
+        for ex in e.examples:
+            if len(ex.log.rstrip("\n").split("\n")) > MAX_EXAMPLE_LINES:
+                files[example_log_path(e.id, ex.name)] = ex.log.encode("utf-8")
+
+    nav: list[Any] = [{"Home": "index.md"}]
+    phases_nav: list[Any] = []
+    for phase in PHASES:
+        children: list[Any] = [phase_path(phase)]
+        children.extend(entry_path(e.id) for e in kb.by_phase(phase))
+        phases_nav.append({PHASE_TITLES[phase]: children})
+    nav.append({"Phases": phases_nav})
+    nav.append({"By failure class": "classes.md"})
+    nav.append({"By tag": "tags.md"})
+    rp: list[Any] = [{"Download": "rule-pack.md"}]
+    if has_format:
+        rp.append({"Format": RULE_PACK_FORMAT})
+    nav.append({"Rule pack": rp})
+    if REPORT_FORMAT in static:
+        nav.append({"Match report format": REPORT_FORMAT})
+    if WRITE_AN_ENTRY in static:
+        nav.append({"Write an entry": WRITE_AN_ENTRY})
+    excluded = frozenset([phase_path(p) for p in PHASES] + ["classes.md", "tags.md"])
+    return Hub(pages=pages, files=files, nav=nav, search_excluded=excluded)
+
+
+def write_hub(hub: Hub, out_dir: str | Path) -> list[Path]:
+    """Write the generated pages and files under out_dir (for other static-site generators).
+
+    Files whose content is unchanged are not rewritten, so a watcher sees no spurious change.
+    """
+    out = Path(out_dir)
+    written: list[Path] = []
+    items: list[tuple[str, bytes]] = [(k, v.encode("utf-8")) for k, v in hub.pages.items()]
+    items += list(hub.files.items())
+    for rel, data in sorted(items):
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_bytes() != data:
+            target.write_bytes(data)
+        written.append(target)
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# Rule pack for download (wired to denpex_kb.rulepack once it exists)
+
+
+def rule_pack_downloads(kb: KnowledgeBase) -> dict[str, bytes]:
+    """The rule pack and its conformance vectors as {file name: bytes}, or {} if unavailable."""
+    try:
+        from . import rulepack  # noqa: F401
+    except ImportError:
+        return {}
+    return {}
