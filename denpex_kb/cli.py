@@ -205,5 +205,157 @@ def show(kb_dir: Path | None, entry_id: str) -> None:
     click.echo(render_entry_text(entry))
 
 
+@main.command()
+@click.argument("text", required=False)
+@_kb_option
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Use this built index (e.g. dist/index) instead of the per-user cache.",
+)
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def search(
+    text: str | None, kb_dir: Path | None, index_dir: Path | None, limit: int, fmt: str
+) -> None:
+    """Find the entries closest to TEXT: an error line, a traceback, or a whole log (stdin if
+    TEXT is omitted or '-'). Exit 1 when nothing matches."""
+    from .index import IndexError_, TextIndex, cached_index
+    from .kb import KBError
+
+    if text is None or text == "-":
+        if sys.stdin.isatty():
+            raise UserError("give TEXT or pipe a log on stdin")
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    if not text.strip():
+        raise UserError("nothing to search for")
+    try:
+        ix = TextIndex(index_dir) if index_dir else cached_index(kb_dir)
+    except IndexError_ as exc:
+        raise UserError(str(exc)) from None
+    except KBError as exc:
+        for p in exc.problems:
+            click.echo(str(p), err=True)
+        raise UserError(f"knowledge base is invalid ({len(exc.problems)} problem(s))") from None
+    try:
+        hits = ix.search(text, limit=limit)
+    finally:
+        ix.close()
+    if fmt == "json":
+        import dataclasses
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(h) for h in hits], indent=2))
+    else:
+        for rank, h in enumerate(hits, 1):
+            click.echo(f"{rank}. {h.id}  ({h.phase}, score {h.score:.2f})")
+            click.echo(f"   {h.title}")
+            click.echo(f"   matched: {h.snippet}")
+        if not hits:
+            click.echo("no entry matches", err=True)
+    if not hits:
+        sys.exit(1)
+
+
+@main.command("export-rules")
+@_kb_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the rule pack (default: dist/denpex-rules.json).",
+)
+@click.option(
+    "--vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write every entry example, with its expected verdict, as conformance vectors.",
+)
+def export_rules(kb_dir: Path | None, output: Path | None, vectors: Path | None) -> None:
+    """Export the knowledge base as a portable JSON rule pack (deterministic)."""
+    from .rulepack import DEFAULT_OUTPUT, RulePackError, export
+
+    kb = _load(kb_dir)
+    output = output or DEFAULT_OUTPUT
+    try:
+        pack = export(kb, output, vectors)
+    except RulePackError as exc:
+        for p in exc.problems:
+            click.echo(p, err=True)
+        raise UserError("the exported rule pack does not validate") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    click.echo(f"wrote {output} ({len(pack['entries'])} rules, {pack['content_hash']})")
+    if vectors:
+        click.echo(f"wrote {vectors} (conformance vectors)")
+
+
+@main.command()
+@_kb_option
+@click.option(
+    "--site-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to build the hub (default: site/, as mkdocs.yml says).",
+)
+@click.option(
+    "--dist-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dist"),
+    show_default=True,
+    help="Where to write the rule pack and its conformance vectors.",
+)
+def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
+    """Build everything from the knowledge base: rule pack and vectors (dist/), docs hub (site/).
+
+    The hub is the same site `mkdocs build` makes from mkdocs.yml; open site/index.html from
+    disk, it works offline.
+    """
+    import time
+
+    from . import site
+
+    kb = _load(kb_dir)
+    t0 = time.perf_counter()
+    outputs: list[tuple[str, Path]] = []
+
+    # Step 1: the rule pack and its conformance vectors (the same bytes the hub offers).
+    from .rulepack import RulePackError, write_atomic
+
+    try:
+        downloads = site.rule_pack_downloads(kb)
+    except RulePackError as exc:
+        for p in exc.problems:
+            click.echo(p, err=True)
+        raise UserError("the exported rule pack does not validate") from None
+    for name, data in sorted(downloads.items()):
+        try:
+            write_atomic(dist_dir / name, data)
+        except OSError as exc:
+            raise UserError(f"cannot write {exc.filename}: {exc.strerror}") from None
+        outputs.append(("rule pack" if name == site.RULE_PACK_FILE else "vectors", dist_dir / name))
+
+    # Step 2: the full-text index (dist/index). The lead adds it here.
+
+    # Step 3: the docs hub.
+    try:
+        site_path = site.build_site(kb_dir=kb_dir or Path(kb.root), site_dir=site_dir)
+    except site.SiteBuildError as exc:
+        raise UserError(f"hub build failed: {exc}") from None
+    outputs.append(("docs hub", site_path / "index.html"))
+
+    for what, path in outputs:
+        click.echo(f"{what:<10} {path}")
+    click.echo(
+        f"built {len(kb.entries)} entries in {time.perf_counter() - t0:.1f}s; "
+        f"open {(site_path / 'index.html').resolve().as_uri()} (works offline)"
+    )
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

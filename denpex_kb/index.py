@@ -1,0 +1,287 @@
+"""Full-text index of the knowledge base: links any pasted error text to the closest entries.
+
+The rest of the package sees only `build_index`, `open_index` / `cached_index` and
+`TextIndex.search`; whoosh stays behind this module (its forks' maintenance is uncertain, so the
+backend must stay replaceable). Tokenising lives in `errortext`, which knows nothing of whoosh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import errortext
+from .model import Entry, KnowledgeBase
+
+INDEX_FORMAT = "denpex-index/1"
+MARKER = "denpex-index.json"
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    title: str
+    phase: str
+    summary: str
+    score: float
+    snippet: str
+    matched_terms: tuple[str, ...]
+
+
+# --- what gets indexed ------------------------------------------------------------------------
+
+
+def regex_literal_text(pattern: str) -> str:
+    """The readable words of a regex: `\\[Errno 28\\] No space` -> `[Errno 28] No space`.
+
+    Escaped characters are literal text; character classes, groups, quantifiers and
+    alternation bars become spaces."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            out.append(" " if nxt in "dDsSwWbBAzZ" else nxt)
+            i += 2
+        elif c == "[":
+            j = i + 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            out.append(" ")
+            i = j + 1
+        elif c == "(" and pattern.startswith("?", i + 1):
+            j = i + 2
+            while j < n and pattern[j] not in ":)":
+                j += 1
+            out.append(" ")
+            i = j + 1
+        elif c == "{":
+            j = pattern.find("}", i)
+            out.append(" ")
+            i = n if j < 0 else j + 1
+        elif c in "()|?*+^$.":
+            out.append(" ")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return " ".join("".join(out).split())
+
+
+def error_lines(entry: Entry) -> list[str]:
+    """Error strings of an entry: its signals' literal text and quotes, plus the example lines
+    that its own (non-veto) signals match."""
+    lines: list[str] = []
+    positive = [entry.signal(s) for s in dict.fromkeys(entry.match.all + entry.match.any)]
+    for sig in positive:
+        lines.append(regex_literal_text(sig.pattern))
+        if sig.source.quote:
+            lines.append(sig.source.quote)
+    compiled = [re.compile(s.pattern, re.IGNORECASE if s.ignore_case else 0) for s in positive]
+    for ex in entry.examples:
+        if ex.expect != "match":
+            continue
+        for line in ex.log.splitlines():
+            if len(line) < 400 and any(c.search(line) for c in compiled):
+                lines.append(line.strip())
+    return list(dict.fromkeys(ln for ln in lines if ln))
+
+
+def entry_document(entry: Entry) -> dict[str, str]:
+    body = "\n".join(
+        [
+            entry.mechanism,
+            *entry.symptoms,
+            *(n.claim for n in entry.not_the_cause),
+            *entry.fix.steps,
+        ]
+    )
+    return {
+        "id": entry.id,
+        "title": entry.title,
+        "phase": entry.phase,
+        "summary": entry.summary,
+        "errors": "\n".join(error_lines(entry)),
+        "tags": " ".join([*entry.tags, entry.phase, entry.failure_class]),
+        "body": body,
+    }
+
+
+def kb_fingerprint(kb_dir: str | Path) -> str:
+    """Content hash of a knowledge-base folder plus the index format: the cache key."""
+    root = Path(kb_dir)
+    h = hashlib.sha256(INDEX_FORMAT.encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".") or "/." in rel:
+            continue
+        h.update(rel.encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _seeded_random(seed: str) -> Iterator[None]:
+    """whoosh names segments with the global `random`; seed it so builds are byte-identical,
+    and leave the caller's random state as it was."""
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def build_index(kb: KnowledgeBase, dest: str | Path, fingerprint: str | None = None) -> Path:
+    """Build the index of `kb` into folder `dest`, atomically: it is written beside `dest` and
+    renamed into place only when complete, so a crash never leaves a half-built index."""
+    from whoosh import index as windex
+
+    from ._whoosh import whoosh_schema
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fingerprint = fingerprint or kb_fingerprint(kb.root)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        with _seeded_random(fingerprint):
+            ix = windex.create_in(str(tmp), whoosh_schema())
+            writer = ix.writer(compound=False)
+            for entry in sorted(kb.entries, key=lambda e: e.id):
+                writer.add_document(**entry_document(entry))
+            writer.commit(optimize=True)
+            ix.close()
+        marker = {"format": INDEX_FORMAT, "fingerprint": fingerprint, "entries": len(kb.entries)}
+        (tmp / MARKER).write_text(json.dumps(marker, sort_keys=True) + "\n")
+        if dest.exists():
+            old = dest.with_name(dest.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(dest, old)
+            os.replace(tmp, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+class IndexError_(Exception):
+    """The index folder is missing, incomplete or of another format."""
+
+
+class TextIndex:
+    """A read-only handle on a built index."""
+
+    def __init__(self, path: str | Path) -> None:
+        from whoosh import index as windex
+
+        self.path = Path(path)
+        try:
+            marker = json.loads((self.path / MARKER).read_text())
+        except (OSError, ValueError):
+            raise IndexError_(f"{self.path}: not a complete denpex-kb index") from None
+        if marker.get("format") != INDEX_FORMAT:
+            raise IndexError_(
+                f"{self.path}: index format {marker.get('format')!r}, need {INDEX_FORMAT!r}"
+            )
+        self.fingerprint: str = marker["fingerprint"]
+        self._ix = windex.open_dir(str(self.path))
+
+    def search(self, text: str, limit: int = 5) -> list[Hit]:
+        """Entries ranked by how well they match `text` (a phrase, an error line or a whole log)."""
+        from whoosh import query as Q
+        from whoosh import scoring
+
+        if len(text) > 2000 or text.count("\n") > 20:
+            text = "\n".join(errortext.salient_lines(text))
+        qterms = errortext.terms(text)[:80]
+        if not qterms:
+            return []
+        clauses = [
+            Q.Term(f, t) for t in qterms for f in ("title", "summary", "errors", "tags", "body")
+        ]
+        with self._ix.searcher(weighting=scoring.BM25F()) as s:
+            results = s.search(Q.Or(clauses), limit=limit)
+            hits = []
+            for r in results:
+                fields = r.fields()
+                stored = " ".join((fields["title"], fields["summary"], fields["errors"]))
+                shown = set(errortext.terms(stored))
+                hits.append(
+                    Hit(
+                        id=fields["id"],
+                        title=fields["title"],
+                        phase=fields["phase"],
+                        summary=fields["summary"],
+                        score=round(float(r.score), 4),
+                        snippet=_snippet(fields, set(qterms)),
+                        matched_terms=tuple(t for t in qterms if t in shown),
+                    )
+                )
+        return hits
+
+    def close(self) -> None:
+        self._ix.close()
+
+
+def _snippet(fields: dict[str, str], qterms: set[str]) -> str:
+    """The stored line sharing the most terms with the query: why this entry matched."""
+    best, best_score = fields["summary"], 0
+    for line in [*fields["errors"].splitlines(), fields["title"], fields["summary"]]:
+        score = len(qterms & set(errortext.terms(line)))
+        if score > best_score:
+            best, best_score = line, score
+    return best if len(best) <= 240 else best[:237] + "..."
+
+
+# --- the per-user cache -----------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where per-user indexes live: $DENPEX_KB_CACHE, else $XDG_CACHE_HOME/denpex-kb."""
+    if os.environ.get("DENPEX_KB_CACHE"):
+        return Path(os.environ["DENPEX_KB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "denpex-kb"
+
+
+def cached_index(kb_dir: str | Path | None = None) -> TextIndex:
+    """Open the index for the knowledge base at `kb_dir`, building it into the per-user cache
+    only when no index exists for its current content (never a stale one, never a rebuild)."""
+    from .kb import default_kb_dir, load_kb
+
+    kb_dir = Path(kb_dir) if kb_dir is not None else default_kb_dir()
+    fingerprint = kb_fingerprint(kb_dir)
+    path = cache_dir() / "index" / fingerprint[:24]
+    if not (path / MARKER).is_file():
+        build_index(load_kb(kb_dir), path, fingerprint)
+    return TextIndex(path)
+
+
+def related_entries(
+    text: str, kb_dir: str | Path | None = None, limit: int = 3
+) -> list[dict[str, object]]:
+    """Suggestions for a log no rule recognised: the closest entries by text, each with an
+    honest, low confidence (text similarity is a hint, never a diagnosis; capped at 0.3)."""
+    ix = cached_index(kb_dir)
+    try:
+        hits = ix.search(text, limit=limit)
+    finally:
+        ix.close()
+    out: list[dict[str, object]] = []
+    for h in hits:
+        confidence = round(min(0.3, 0.3 * h.score / (h.score + 10.0)), 3)
+        out.append({"id": h.id, "title": h.title, "confidence": confidence, "why": h.snippet})
+    return out
