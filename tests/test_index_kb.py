@@ -1,0 +1,83 @@
+"""The text index over the bundled knowledge base: every entry's own error lines, perturbed,
+find that entry, and the documented error-string queries put the right entry first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from denpex_kb.evalset import probes, vary
+from denpex_kb.index import TextIndex, build_index
+from denpex_kb.kb import load_kb
+
+
+@pytest.fixture(scope="module")
+def kb():  # noqa: ANN201
+    return load_kb()
+
+
+@pytest.fixture(scope="module")
+def index(kb, tmp_path_factory: pytest.TempPathFactory) -> TextIndex:  # noqa: ANN001
+    ix = TextIndex(build_index(kb, tmp_path_factory.mktemp("ix") / "index"))
+    yield ix
+    ix.close()
+
+
+def test_vary_changes_volatile_parts_only() -> None:
+    line = "[rank3]: OSError: [Errno 28] No space left on device: '/data/ckpt/step100/x.pt' at 0x7f00ab pid 4242"
+    out = vary(line)
+    assert "[Errno 28]" in out and "/data/ckpt" not in out and "0x7f00ab" not in out
+    assert "pid 4249" in out and "[rank10]" in out
+
+
+def test_every_entry_has_probes(kb) -> None:  # noqa: ANN001
+    covered = {p.entry_id for p in probes(kb)}
+    missing = sorted(e.id for e in kb.entries if e.id not in covered)
+    assert not missing, (
+        f"entries whose positive examples contain no line their signals match: {missing}"
+    )
+
+
+def test_perturbed_error_lines_rank_their_entry_first(kb, index: TextIndex) -> None:  # noqa: ANN001
+    failures = []
+    for probe in probes(kb):
+        allowed = 1 + len(probe.also_matching)
+        hits = [h.id for h in index.search(probe.variant, limit=allowed)]
+        if probe.entry_id not in hits:
+            failures.append(f"{probe.entry_id}/{probe.signal_id}: {probe.variant!r} -> {hits}")
+    assert not failures, "\n".join(failures)
+
+
+QUERIES = [
+    ("DistBackendError", "nccl-unhandled-cuda-error"),
+    ("Errno 28", "disk-full-enospc"),
+    ("Too many open files", "fd-limit-emfile"),
+    ("Xid 79", "gpu-fell-off-the-bus-xid-79"),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), QUERIES)
+def test_documented_queries(kb, index: TextIndex, query: str, expected: str) -> None:  # noqa: ANN001
+    assert expected in {e.id for e in kb.entries}, f"entry {expected} is not in the knowledge base"
+    hits = index.search(query)
+    assert hits and hits[0].id == expected, [h.id for h in hits]
+
+
+def test_bundled_kb_index_path_is_importable_without_warnings(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-c",
+            "import denpex_kb._whoosh, whoosh.index, whoosh.scoring",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
