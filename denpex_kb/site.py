@@ -303,7 +303,13 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     add(f'<p class="dx-summary" markdown>{inline(entry.summary)}</p>\n')
 
     # What you see
-    add("## What you see { #what-you-see }\n")
+    # Rendered as raw HTML on purpose: a heading without an id keeps "What you see" in the
+    # page's top search document (title + summary + the error lines), which Material's search
+    # ranks above sections. Error strings are what users search for.
+    add(
+        '<h2 class="dx-section"><a id="what-you-see"></a>What you see'
+        '<a class="headerlink" href="#what-you-see" title="Permanent link">&para;</a></h2>\n'
+    )
     for s in entry.symptoms:
         add(f"- {inline(s)}")
     add("")
@@ -734,13 +740,103 @@ def write_hub(hub: Hub, out_dir: str | Path) -> list[Path]:
 
 
 # --------------------------------------------------------------------------------------------
-# Rule pack for download (wired to denpex_kb.rulepack once it exists)
+# Rule pack for download
+
+
+RULE_PACK_FILE = "denpex-rules.json"
+VECTORS_FILE = "denpex-rules-vectors.json"
+
+
+def page_url(entry_id: str) -> str:
+    """URL of an entry's page relative to the site root (the hub is built without directory
+    URLs so that it works from file://). Tools that link into the hub use this."""
+    return f"entries/{entry_id}.html"
 
 
 def rule_pack_downloads(kb: KnowledgeBase) -> dict[str, bytes]:
-    """The rule pack and its conformance vectors as {file name: bytes}, or {} if unavailable."""
+    """The rule pack and its conformance vectors as {file name: bytes}.
+
+    Built with the same functions as `denpex-kb export-rules`, so the files the hub offers are
+    byte-identical to dist/. Returns {} while the exporter is not available.
+    """
     try:
-        from . import rulepack  # noqa: F401
-    except ImportError:
+        from . import rulepack
+    except ImportError:  # pragma: no cover - the exporter ships with the package
         return {}
-    return {}
+    needed = ("build_pack", "validate_pack", "dumps", "build_vectors")
+    if not all(hasattr(rulepack, name) for name in needed):  # pragma: no cover
+        return {}
+    pack = rulepack.build_pack(kb)
+    rulepack.validate_pack(pack)
+    return {
+        RULE_PACK_FILE: rulepack.dumps(pack),
+        VECTORS_FILE: rulepack.dumps(rulepack.build_vectors(kb, pack)),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Running MkDocs on the top-level mkdocs.yml (used by `denpex-kb build`)
+
+
+class SiteBuildError(Exception):
+    """The hub did not build; the message says why (warnings are errors: strict mode)."""
+
+
+def default_config_file() -> Path:
+    """mkdocs.yml at the top of the source checkout."""
+    return Path(__file__).resolve().parent.parent / "mkdocs.yml"
+
+
+def build_site(
+    kb_dir: str | Path | None = None,
+    site_dir: str | Path | None = None,
+    config_file: str | Path | None = None,
+) -> Path:
+    """Build the hub with MkDocs (strict) exactly as `mkdocs build` would; return the site dir.
+
+    kb_dir overrides `extra.denpex.kb_dir`; site_dir overrides `site_dir` (both default to what
+    mkdocs.yml says). Any MkDocs warning fails the build; SiteBuildError carries every message.
+    """
+    import logging
+    import os
+
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    config_file = Path(config_file) if config_file else default_config_file()
+    if not config_file.is_file():
+        raise SiteBuildError(f"{config_file}: no such file (the hub is built from a checkout)")
+
+    class _Collect(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            msg = record.getMessage().strip()
+            if msg and msg not in self.messages:
+                self.messages.append(msg)
+
+    logger = logging.getLogger("mkdocs")
+    collect = _Collect()
+    logger.addHandler(collect)
+    overrides: dict[str, Any] = {"strict": True}
+    if site_dir is not None:
+        overrides["site_dir"] = str(Path(site_dir).resolve())
+    try:
+        cfg = load_config(config_file=str(config_file), **overrides)
+        if kb_dir is not None:
+            cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
+        cfg.plugins.on_startup(command="build", dirty=False)
+        try:
+            build(cfg)
+        finally:
+            cfg.plugins.on_shutdown()
+    except MkDocsException as exc:
+        detail = "\n".join(collect.messages) or str(exc) or "the hub build failed"
+        raise SiteBuildError(detail) from None
+    finally:
+        logger.removeHandler(collect)
+    return Path(cfg.site_dir)
