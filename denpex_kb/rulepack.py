@@ -1,0 +1,554 @@
+"""Export the knowledge base as a rule pack: one portable, deterministic JSON file.
+
+The rule pack is what every consumer of denpex-kb loads, our own matching engine included
+(`denpex_kb.engine` reads the exported file, never the YAML). Its format is documented in
+docs/rule-pack-format.md and described by schemas/rulepack.schema.json.
+
+Determinism: keys are sorted, entries are ordered by id, signals keep their order in the entry,
+nothing depends on time, locale or the file system order. The content hash is the SHA-256 of the
+canonical serialisation (see `canonical_bytes`) of the pack with the `content_hash` member removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from . import model as m
+
+FORMAT = "denpex-rulepack"
+FORMAT_VERSION = "1.0"
+DIALECT = "re2"
+DEFAULT_OUTPUT = Path("dist") / "denpex-rules.json"
+VECTORS_FORMAT = "denpex-rulepack-vectors"
+
+# --------------------------------------------------------------------------------------------
+# Global definitions the engine needs besides the entries. Every pattern here is written in the
+# common subset of RE2, Python `re` and JavaScript `RegExp` (flag "u"): no named groups (their
+# syntax differs between the three), no lookaround, no backreferences, no inline flags. Groups
+# are therefore numbered, and `groups` maps each group's name to its number.
+# --------------------------------------------------------------------------------------------
+
+LINE_PREFIXES: list[dict[str, Any]] = [
+    {
+        "id": "openmpi-tag-output",
+        "description": "OpenMPI mpirun --tag-output: [jobid,rank]<stream>:",
+        "pattern": r"^\[([0-9]+),([0-9]+)\]<(stdout|stderr|stddiag)>: ?",
+        "groups": {"job": 1, "rank": 2, "stream": 3},
+        "rank_kind": "global",
+        "example": "[1,3]<stderr>:Traceback (most recent call last):",
+    },
+    {
+        "id": "torchrun-rank",
+        "description": "torchrun (torch >= 2.2) with --tee/--redirects or local-ranks-filter: [rankN]:",
+        "pattern": r"^\[rank([0-9]+)\]: ?",
+        "groups": {"rank": 1},
+        "rank_kind": "global",
+        "example": "[rank3]: Traceback (most recent call last):",
+    },
+    {
+        "id": "torchrun-role-local-rank",
+        "description": "torchrun/torchelastic --tee prefix [<role><local_rank>]:, role 'default' unless set",
+        "pattern": r"^\[(default|trainer|worker)([0-9]+)\]: ?",
+        "groups": {"role": 1, "rank": 2},
+        "rank_kind": "local",
+        "example": "[default3]:Traceback (most recent call last):",
+    },
+    {
+        "id": "srun-label",
+        "description": "Slurm srun --label: the task id, a colon and a space",
+        "pattern": r"^ {0,4}([0-9]+): ",
+        "groups": {"rank": 1},
+        "rank_kind": "global",
+        "example": "3: Traceback (most recent call last):",
+    },
+    {
+        "id": "pdsh-host",
+        "description": (
+            "pdsh (DeepSpeed's multi-node launcher) prefixes every line with the host name and "
+            "': '. To avoid taking 'error: ' or 'note: ' for a host, the name must contain a digit "
+            "or be 'localhost'."
+        ),
+        "pattern": r"^(localhost|[a-z0-9][a-z0-9._-]*[0-9][a-z0-9._-]*): ",
+        "groups": {"host": 1},
+        "rank_kind": None,
+        "example": "worker-7: [rank3]: Traceback (most recent call last):",
+    },
+]
+
+# Rank markers inside a line (not stripped): the first match attributes the line to a rank when
+# no prefix did.
+RANK_MARKERS: list[dict[str, Any]] = [
+    {
+        "id": "deepspeed-log-dist",
+        "description": "DeepSpeed log_dist(): '[Rank N] message' after the logger header",
+        "pattern": r"\[Rank ([0-9]+)\] ",
+        "groups": {"rank": 1},
+        "example": "[2025-01-01 10:00:00,123] [INFO] [logging.py:107:log_dist] [Rank 0] DeepSpeed info: version=0.16.4, git-hash=unknown, git-branch=unknown",
+    },
+    {
+        "id": "c10d-process-group",
+        "description": "ProcessGroupNCCL messages: '[PG ID 0 PG GUID 0(default_pg) Rank 3] ...'",
+        "pattern": r"\[PG [^\]]{0,200} Rank ([0-9]+)\]",
+        "groups": {"rank": 1},
+        "example": "[PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog caught collective operation timeout",
+    },
+]
+
+FILE_NAME_RANKS: list[dict[str, Any]] = [
+    {
+        "id": "torchelastic-log-dir",
+        "description": "torchelastic --log-dir layout: .../attempt_<n>/<local_rank>/stdout.log or stderr.log",
+        "pattern": r"attempt_[0-9]+/([0-9]+)/(stdout|stderr)\.log$",
+        "groups": {"rank": 1},
+        "rank_kind": "local",
+        "example": "logs/none_abc/attempt_0/3/stderr.log",
+    },
+    {
+        "id": "rank-in-name",
+        "description": "a file per rank: rank3.log, train-rank-3.out, rank_03.txt, log.rank3",
+        "pattern": r"(^|[^A-Za-z0-9])[Rr]ank[-_.]?([0-9]+)([^0-9]|$)",
+        "groups": {"rank": 2},
+        "rank_kind": "global",
+        "example": "job-1234-rank-3.log",
+    },
+]
+
+TIMESTAMPS: list[dict[str, Any]] = [
+    {
+        "id": "python-logging",
+        "description": "DeepSpeed's and Python logging's asctime: [YYYY-MM-DD HH:MM:SS,mmm]",
+        "pattern": r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[,.]([0-9]{1,9}))?",
+        "groups": {
+            "year": 1,
+            "month": 2,
+            "day": 3,
+            "hour": 4,
+            "minute": 5,
+            "second": 6,
+            "fraction": 7,
+        },
+        "example": "[2026-11-29 19:14:23,456] [INFO] [launch.py:162:main] WORLD INFO DICT",
+    },
+    {
+        "id": "torchelastic-summary",
+        "description": "time field of torchelastic's ChildFailedError summary: YYYY-MM-DD_HH:MM:SS",
+        "pattern": r"([0-9]{4})-([0-9]{2})-([0-9]{2})_([0-9]{2}):([0-9]{2}):([0-9]{2})",
+        "groups": {"year": 1, "month": 2, "day": 3, "hour": 4, "minute": 5, "second": 6},
+        "example": "  time      : 2026-11-29_19:14:15",
+    },
+    {
+        "id": "glog",
+        "description": "glog/c10 and torch.distributed logging: [IWEF]MMDD HH:MM:SS.micros (no year)",
+        "pattern": r"(?:^|\[)([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,9})",
+        "groups": {
+            "level": 1,
+            "month": 2,
+            "day": 3,
+            "hour": 4,
+            "minute": 5,
+            "second": 6,
+            "fraction": 7,
+        },
+        "example": "W1129 19:14:16.352000 21941 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 21944 closing signal SIGTERM",
+    },
+]
+
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
+
+# Whole lines (anchored at both ends) that are never evidence, even when a signal matches them.
+BOILERPLATE: list[dict[str, Any]] = [
+    {
+        "id": "tqdm-progress",
+        "description": "tqdm progress bars",
+        "pattern": r"^ *[0-9]{1,3}%\|[^|]{0,200}\| *[0-9.]+[kMG]?/[0-9.?]+[kMG]? \[[^\]]*\] *$",
+        "example": " 42%|████▏     | 420/1000 [01:23<01:55,  5.03it/s]",
+    },
+    {
+        "id": "torchrun-omp-banner",
+        "description": "torchrun's OMP_NUM_THREADS banner",
+        "pattern": r"^Setting OMP_NUM_THREADS environment variable for each process.*$",
+        "example": "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, ...",
+    },
+    {
+        "id": "python-deprecation-warning",
+        "description": "FutureWarning / DeprecationWarning lines",
+        "pattern": r"^\S+\.py:[0-9]+: (FutureWarning|DeprecationWarning): .*$",
+        "example": "/x/torch/distributed/c10d_logger.py:83: FutureWarning: `torch.distributed.all_gather_into_tensor` is deprecated.",
+    },
+]
+
+VERSION_BANNERS: list[dict[str, Any]] = [
+    {
+        "id": "deepspeed-info",
+        "package": "deepspeed",
+        "description": "deepspeed.initialize() log_dist at rank 0 (deepspeed/__init__.py)",
+        "pattern": r"DeepSpeed info: version=([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "[Rank 0] DeepSpeed info: version=0.19.0, git-hash=unknown, git-branch=unknown",
+    },
+    {
+        "id": "ds-report-deepspeed",
+        "package": "deepspeed",
+        "description": "ds_report (deepspeed/env_report.py)",
+        "pattern": r"^deepspeed info \.+ ([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "deepspeed info ................... 0.19.0, unknown, unknown",
+    },
+    {
+        "id": "ds-report-torch",
+        "package": "torch",
+        "description": "ds_report (deepspeed/env_report.py)",
+        "pattern": r"^torch version \.+ ([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "torch version .................... 2.13.0+cpu",
+    },
+    {
+        "id": "collect-env-torch",
+        "package": "torch",
+        "description": "python -m torch.utils.collect_env",
+        "pattern": r"^PyTorch version: ([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "PyTorch version: 2.4.0+cu121",
+    },
+    {
+        "id": "ds-report-cuda",
+        "package": "cuda",
+        "description": "ds_report: the CUDA version torch was built with",
+        "pattern": r"^torch cuda version \.+ ([0-9][0-9.]*)",
+        "groups": {"version": 1},
+        "example": "torch cuda version ............... 12.1",
+    },
+    {
+        "id": "collect-env-cuda",
+        "package": "cuda",
+        "description": "python -m torch.utils.collect_env",
+        "pattern": r"^CUDA used to build PyTorch: ([0-9][0-9.]*)",
+        "groups": {"version": 1},
+        "example": "CUDA used to build PyTorch: 12.1",
+    },
+    {
+        "id": "nccl-version",
+        "package": "nccl",
+        "description": "NCCL_DEBUG=INFO banner, and torch's NCCL error messages",
+        "pattern": r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)",
+        "groups": {"version": 1},
+        "example": "node-1:1234:1234 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    },
+    {
+        "id": "hf-env-transformers",
+        "package": "transformers",
+        "description": "transformers-cli env",
+        "pattern": r"^- `transformers` version: ([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "- `transformers` version: 4.46.0",
+    },
+    {
+        "id": "hf-env-accelerate",
+        "package": "accelerate",
+        "description": "accelerate env",
+        "pattern": r"^- `Accelerate` version: ([0-9][0-9A-Za-z.+]*)",
+        "groups": {"version": 1},
+        "example": "- `Accelerate` version: 1.0.1",
+    },
+]
+
+# torchelastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors).
+ELASTIC_SUMMARY: dict[str, Any] = {
+    "description": (
+        "The block torchrun prints when a worker fails. 'Root Cause (first observed failure)' is "
+        "the failure the agent observed first (observation time, not failure time); 'Failures' "
+        "lists the others. Each item starts with '[i]:' and has indented fields."
+    ),
+    "patterns": {
+        "root_cause_header": r"^Root Cause \(first observed failure\):",
+        "failures_header": r"^Failures:",
+        "item_start": r"^\[([0-9]+)\]:$",
+        "field_time": r"^ +time +: (.*)$",
+        "field_host": r"^ +host +: (\S+)",
+        "field_rank": r"^ +rank +: ([0-9]+) \(local_rank: ([0-9]+)\)",
+        "field_exitcode": r"^ +exitcode +: (-?[0-9]+) \(pid: ([0-9]+)\)(?: +\((SIG[A-Z0-9]+)\))?",
+        "field_error_file": r"^ +error_file: (.*)$",
+        "field_traceback": r"^ +traceback +: (.*)$",
+        "separator": r"^(={20,}|-{20,})$",
+    },
+    "example": (
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_19:02:59\n"
+        "  host      : localhost\n  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : -9 (pid: 19537)  (SIGKILL)\n  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 19537\n"
+    ),
+}
+
+# Scoring constants (documented in docs/rule-pack-format.md, "Score and verdict").
+SCORING: dict[str, Any] = {
+    "base": 60,
+    "per_signal": 10,
+    "max": 95,
+    "version_unknown_penalty": 10,
+    "version_known_bonus": 5,
+    "shadowed_factor_percent": 50,
+    "threshold": 50,
+    "scale": 100,
+}
+
+
+def globals_section() -> dict[str, Any]:
+    return {
+        "ansi_escape": ANSI_ESCAPE,
+        "line_prefixes": LINE_PREFIXES,
+        "max_prefixes_per_line": 3,
+        "rank_markers": RANK_MARKERS,
+        "file_name_ranks": FILE_NAME_RANKS,
+        "timestamps": TIMESTAMPS,
+        "boilerplate": BOILERPLATE,
+        "version_banners": VERSION_BANNERS,
+        "elastic_summary": ELASTIC_SUMMARY,
+        "scoring": SCORING,
+    }
+
+
+def page_path(entry: m.Entry) -> str:
+    """Hub page of an entry, relative to the site root (directory URL)."""
+    return f"{entry.phase}/{entry.id}/"
+
+
+def _entry_rule(e: m.Entry) -> dict[str, Any]:
+    rule = e.match
+    return {
+        "id": e.id,
+        "title": e.title,
+        "summary": e.summary,
+        "framework": e.framework,
+        "phase": e.phase,
+        "failure_class": e.failure_class,
+        "severity": e.severity,
+        "role": rule.role,
+        "page": page_path(e),
+        "fix": {"steps": list(e.fix.steps), "workaround": e.fix.workaround},
+        "verify": {"command": e.verify.command, "expected": e.verify.expected},
+        "look_alikes": [{"id": la.id, "tell": la.tell} for la in e.look_alikes],
+        "signals": [
+            {
+                "id": s.id,
+                "pattern": s.pattern,
+                "ignore_case": s.ignore_case,
+                "description": s.description,
+            }
+            for s in e.signals
+        ],
+        "match": {
+            "scope": rule.scope,
+            "all": list(rule.all),
+            "any": list(rule.any),
+            "none": list(rule.none),
+            "window_lines": rule.window_lines,
+            "versions": [{"package": v.package, "specifier": v.specifier} for v in rule.versions],
+        },
+    }
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Canonical JSON: sorted keys, no insignificant whitespace, UTF-8, no ASCII escaping.
+
+    For the pack (strings, integers, booleans, null; no floats) this equals RFC 8785 (JCS).
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def content_hash(pack: dict[str, Any]) -> str:
+    body = {k: v for k, v in pack.items() if k != "content_hash"}
+    return "sha256:" + hashlib.sha256(canonical_bytes(body)).hexdigest()
+
+
+def build_pack(kb: m.KnowledgeBase) -> dict[str, Any]:
+    """The rule pack of a loaded (validated) knowledge base, as a JSON-ready dict."""
+    pack: dict[str, Any] = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kb_version": __version__,
+        "dialect": DIALECT,
+        "globals": globals_section(),
+        "entries": [_entry_rule(e) for e in sorted(kb.entries, key=lambda e: e.id)],
+    }
+    pack["content_hash"] = content_hash(pack)
+    return pack
+
+
+def dumps(obj: Any) -> bytes:
+    """The file form: sorted keys, 2-space indent, UTF-8, one trailing newline."""
+    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
+    """Every example of every entry, with the verdict a conforming engine must reproduce."""
+    vectors = []
+    for e in sorted(kb.entries, key=lambda e: e.id):
+        for ex in e.examples:
+            vectors.append(
+                {
+                    "name": f"{e.id}/{ex.name}",
+                    "entry": e.id,
+                    "expect": ex.expect,
+                    "expect_top": ex.expect_top,
+                    "evidence": list(ex.evidence),
+                    "provenance": ex.provenance,
+                    "log": ex.log,
+                }
+            )
+    return {
+        "format": VECTORS_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "rulepack_hash": pack["content_hash"],
+        "semantics": (
+            "Run the log through the engine with the rule pack whose content_hash is "
+            "rulepack_hash. expect=match: the entry fires (is among the candidates) and every "
+            "evidence string is a substring of a cited evidence line of that entry. "
+            "expect=no-match: the entry does not fire, or fires only shadowed by a more "
+            "specific entry. expect_top: that entry is the report's root cause."
+        ),
+        "vectors": vectors,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Validation, as a consumer would do it.
+# --------------------------------------------------------------------------------------------
+
+
+@cache
+def rulepack_schema() -> dict[str, Any]:
+    text = resources.files("denpex_kb.schemas").joinpath("rulepack.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+class RulePackError(ValueError):
+    """The rule pack is not valid; `problems` lists every finding as 'json.path: message'."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(location, pattern, ignore_case) of every regex in the pack."""
+    out: list[tuple[str, str, bool]] = []
+    g = pack["globals"]
+    out.append(("globals.ansi_escape", g["ansi_escape"], False))
+    for key in (
+        "line_prefixes",
+        "rank_markers",
+        "file_name_ranks",
+        "timestamps",
+        "boilerplate",
+        "version_banners",
+    ):
+        for i, item in enumerate(g[key]):
+            out.append((f"globals.{key}[{i}].pattern", item["pattern"], False))
+    for key, val in sorted(g["elastic_summary"]["patterns"].items()):
+        out.append((f"globals.elastic_summary.patterns.{key}", val, False))
+    for i, e in enumerate(pack["entries"]):
+        for j, s in enumerate(e["signals"]):
+            out.append((f"entries[{i}].signals[{j}].pattern", s["pattern"], s["ignore_case"]))
+    return out
+
+
+def validate_pack(pack: Any) -> None:
+    """Raise RulePackError unless `pack` is a valid rule pack (schema + semantic checks)."""
+    import jsonschema
+
+    from .kb import compile_re2
+
+    problems: list[str] = []
+    validator = jsonschema.Draft202012Validator(rulepack_schema())
+    for err in sorted(validator.iter_errors(pack), key=lambda e: list(e.absolute_path)):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        problems.append(f"${where}: {err.message[:300]}")
+    if problems:
+        raise RulePackError(problems)
+
+    seen: set[str] = set()
+    for i, e in enumerate(pack["entries"]):
+        if e["id"] in seen:
+            problems.append(f"$.entries[{i}].id: duplicate entry id {e['id']!r}")
+        seen.add(e["id"])
+        sig_ids = [s["id"] for s in e["signals"]]
+        if len(set(sig_ids)) != len(sig_ids):
+            problems.append(f"$.entries[{i}].signals: duplicate signal id")
+        rule = e["match"]
+        if not rule["all"] and not rule["any"]:
+            problems.append(f"$.entries[{i}].match: needs 'all' or 'any'")
+        for clause in ("all", "any", "none"):
+            for sid in rule[clause]:
+                if sid not in sig_ids:
+                    problems.append(f"$.entries[{i}].match.{clause}: unknown signal {sid!r}")
+        for j, v in enumerate(rule["versions"]):
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(v["specifier"])
+            except InvalidSpecifier:
+                problems.append(
+                    f"$.entries[{i}].match.versions[{j}].specifier: invalid {v['specifier']!r}"
+                )
+    ids = [e["id"] for e in pack["entries"]]
+    if ids != sorted(ids):
+        problems.append("$.entries: not ordered by id")
+    for i, e in enumerate(pack["entries"]):
+        for la in e["look_alikes"]:
+            if la["id"] not in seen:
+                problems.append(f"$.entries[{i}].look_alikes: unknown entry {la['id']!r}")
+    for where, pat, icase in _all_patterns(pack):
+        try:
+            re.compile(pat, re.IGNORECASE if icase else 0)
+        except re.error as exc:
+            problems.append(f"$.{where}: does not compile in Python re: {exc}")
+            continue
+        reason = compile_re2(pat, icase)
+        if reason:
+            problems.append(f"$.{where}: does not compile in RE2: {reason}")
+    if content_hash(pack) != pack["content_hash"]:
+        problems.append("$.content_hash: does not match the content")
+    if problems:
+        raise RulePackError(problems)
+
+
+def load_pack(path: str | Path, validate: bool = True) -> dict[str, Any]:
+    data = json.loads(Path(path).read_bytes())
+    if validate:
+        validate_pack(data)
+    return data
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename: never a half-written file."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export(kb: m.KnowledgeBase, output: Path, vectors: Path | None = None) -> dict[str, Any]:
+    """Build, validate and write the pack (and optionally the conformance vectors)."""
+    pack = build_pack(kb)
+    validate_pack(pack)
+    write_atomic(output, dumps(pack))
+    if vectors is not None:
+        write_atomic(vectors, dumps(build_vectors(kb, pack)))
+    return pack
