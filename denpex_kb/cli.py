@@ -357,5 +357,62 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
     )
 
 
+@main.command("match")
+@click.argument("paths", nargs=-1)
+@_kb_option
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="An exported rule pack (default: the one built from the knowledge base, cached).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--color/--no-color", default=None, help="Colour (default: only on a terminal).")
+def match_cmd(
+    paths: tuple[str, ...],
+    kb_dir: Path | None,
+    rules_path: Path | None,
+    fmt: str,
+    color: bool | None,
+) -> None:
+    """Find the failure in a log: files, .gz, folders of per-rank logs, or stdin ('-' or none).
+
+    Prints the root-cause entry with the lines that prove it, the initiating rank, the
+    collateral errors, the fix and the command that verifies it. Exit codes: 0 a confident root
+    cause, 1 no confident match, 2 usage or input error.
+    """
+    from .engine import Engine, InputError, RulesError, collect_sources, load_rulepack
+
+    if (not paths or paths == ("-",)) and sys.stdin.isatty():
+        raise UserError("give a log file or folder, or pipe a log on stdin")
+    try:
+        sources = collect_sources(list(paths))
+        pack = load_rulepack(rules_path, kb_dir)
+        report = Engine(pack).analyse(sources)
+    except (InputError, RulesError) as exc:
+        raise UserError(str(exc)) from None
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        from .engine import render_markdown
+
+        click.echo(render_markdown(report), nl=False)
+    else:
+        from .engine import render_text
+
+        use_color = sys.stdout.isatty() if color is None else color
+        click.echo(render_text(report, color=use_color), nl=False)
+    sys.exit(0 if report["verdict"] == "match" else 1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
