@@ -1,0 +1,195 @@
+"""The built hub in a real browser: Debian's Chromium, headless, over file://, network blocked.
+
+Every request that is not file:// (or data:/blob:) is aborted and recorded; the test fails if any
+was made. Screenshots of a search and of an entry page go to test-artifacts/ for review.
+
+Needs the `chromium` Debian package (`apt-get install chromium`) and the `playwright` Python
+package; Playwright's own browser download is never used. DENPEX_CHROMIUM overrides the path.
+This test fails, never skips, when they are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from denpex_kb import site
+from denpex_kb.kb import load_kb
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_KB = Path(os.environ.get("DENPEX_HUB_TEST_KB") or ROOT / "kb")
+ARTIFACTS = ROOT / "test-artifacts"
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-features=Translate,OptimizationHints,MediaRouter",
+]
+
+# Error strings a user pastes, and the entry that must come first. The ENOSPC family shares its
+# surface strings: the bare message leads to the FastFileWriter entry, whose look-alike list is
+# the family's full table of tells; the errno leads to the plain disk-full entry.
+SEARCHES: dict[str, str] = {
+    "No space left on device": "fastfilewriter-fd-leak-enospc",
+    "Errno 28": "disk-full-enospc",
+    "DistBackendError": "nccl-watchdog-timeout",
+    "train_batch_size": "config-batch-size-mismatch",
+    "CUDA out of memory. Tried to allocate 20.00 MiB": "cuda-oom-during-step",
+    "ncclUnhandledCudaError": "nccl-unhandled-cuda-error",
+    "zero_to_fp32": "zero-to-fp32-incomplete-checkpoint",
+}
+
+
+def _chromium() -> str:
+    path = os.environ.get("DENPEX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        pytest.fail(
+            f"Chromium not found at {path}: install Debian's package (apt-get install chromium) "
+            "or set DENPEX_CHROMIUM; the offline-hub browser test never skips",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return site.build_site(kb_dir=REAL_KB, site_dir=tmp_path_factory.mktemp("hub") / "site")
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(
+            "the playwright package is missing: pip install -e '.[test]'; the offline-hub "
+            "browser test never skips",
+            pytrace=False,
+        )
+    executable = _chromium()
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Offline:
+    """A browser context in which only file:, data: and blob: requests may happen."""
+
+    def __init__(self, browser) -> None:  # noqa: ANN001
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.blocked: list[str] = []
+        self.errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.context.on("request", self._request)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def _route(self, route) -> None:  # noqa: ANN001
+        url = route.request.url
+        if url.startswith(("file:", "data:", "blob:")):
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort("internetdisconnected")
+
+    def _request(self, request) -> None:  # noqa: ANN001
+        if not request.url.startswith(("file:", "data:", "blob:", "about:")):
+            if request.url not in self.blocked:
+                self.blocked.append(request.url)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _search(page, query: str) -> list[str]:  # noqa: ANN001
+    """Type `query` into the hub's search box; return result page hrefs, best first."""
+    box = page.locator("input.md-search__input")
+    box.click()
+    # Material reads the query on keyup: set the whole string at once, then release a key.
+    box.fill("")
+    box.dispatch_event("keyup")
+    page.wait_for_function(
+        "() => !document.querySelector('.md-search-result__list li')", timeout=10_000
+    )
+    box.fill(query)
+    box.dispatch_event("keyup")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.md-search-result__list > li').length > 0",
+        timeout=15_000,
+    )
+    hrefs = page.eval_on_selector_all(
+        ".md-search-result__list > li > a.md-search-result__link", "els => els.map(e => e.href)"
+    )
+    return [h.split("#")[0].split("?")[0] for h in hrefs]
+
+
+def test_hub_offline_search_and_entry_page(hub: Path, browser) -> None:  # noqa: ANN001
+    ARTIFACTS.mkdir(exist_ok=True)
+    kb = load_kb(REAL_KB)
+    ids = {e.id for e in kb.entries}
+    missing = sorted(v for v in SEARCHES.values() if v not in ids)
+    assert not missing, f"entries the search test expects are not in the KB: {missing}"
+
+    s = Offline(browser)
+    try:
+        page = s.page
+        page.goto((hub / "index.html").as_uri())
+        # Styles and icons come from the site itself: the header is styled, the logo is an SVG.
+        assert page.locator("header.md-header").evaluate("el => getComputedStyle(el).position") in (
+            "sticky",
+            "fixed",
+        )
+        assert page.locator(".md-header__button.md-logo svg").count() == 1
+
+        results: dict[str, list[str]] = {}
+        for query, expected in SEARCHES.items():
+            hrefs = _search(page, query)
+            results[query] = hrefs
+            assert hrefs, f"no results for {query!r}"
+            assert hrefs[0].endswith(f"/entries/{expected}.html"), (
+                f"{query!r}: expected {expected} first, got {[h.rsplit('/', 1)[-1] for h in hrefs[:5]]}"
+            )
+        first_query = next(iter(SEARCHES))
+        _search(page, first_query)
+        page.screenshot(path=str(ARTIFACTS / "hub-search-results.png"))
+
+        # Open the top result and check the page, section by section.
+        page.locator(".md-search-result__list > li > a.md-search-result__link").first.click()
+        page.wait_for_load_state("load")
+        expected_id = SEARCHES[first_query]
+        assert page.url.split("#")[0].split("?")[0].endswith(f"/entries/{expected_id}.html")
+        assert page.locator("h1").first.inner_text().strip()
+        assert page.locator(".dx-badges .dx-badge").count() >= 4
+        assert page.locator(".dx-summary").count() == 1
+        for anchor, title in site.ENTRY_SECTIONS:
+            el = page.locator(f"[id='{anchor}']")
+            assert el.count() == 1, f"section {title!r} missing"
+        for heading in [t for _a, t in site.ENTRY_SECTIONS]:
+            assert page.get_by_text(heading, exact=True).count() >= 1, heading
+        page.screenshot(path=str(ARTIFACTS / "hub-entry-page.png"), full_page=True)
+
+        # Navigation works from file://: a phase index, the tags page, the rule pack page.
+        entry = kb.get(expected_id)
+        page.goto((hub / "phases" / f"{entry.phase}.html").as_uri())
+        assert page.locator(f"a[href$='entries/{expected_id}.html']").count() >= 1
+        page.goto((hub / "tags.html").as_uri())
+        assert page.locator(f"a[href$='entries/{expected_id}.html']").count() >= 1
+        page.goto((hub / "rule-pack.html").as_uri())
+        assert page.locator("a[href$='.json']").count() >= 1
+
+        assert s.errors == [], f"JavaScript errors: {s.errors}"
+        assert s.blocked == [], f"requests left the machine: {s.blocked}"
+    finally:
+        s.close()
