@@ -308,7 +308,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     # ranks above sections. Error strings are what users search for.
     add(
         '<h2 class="dx-section"><a id="what-you-see"></a>What you see'
-        '<a class="headerlink" href="#what-you-see" title="Permanent link">&para;</a></h2>\n'
+        '<a class="headerlink" href="#what-you-see" title="Permanent link" data-search-exclude>&para;</a></h2>\n'
     )
     for s in entry.symptoms:
         add(f"- {inline(s)}")
