@@ -112,8 +112,11 @@ FILE_NAME_RANKS: list[dict[str, Any]] = [
     },
     {
         "id": "rank-in-name",
-        "description": "a file per rank: rank3.log, train-rank-3.out, rank_03.txt, log.rank3",
-        "pattern": r"(^|[^A-Za-z0-9])[Rr]ank[-_.]?([0-9]+)([^0-9]|$)",
+        "description": (
+            "a file per rank, the rank number last before the extensions: rank3.log, "
+            "train-rank-3.out, rank_03.txt.gz, log.rank3"
+        ),
+        "pattern": r"(^|[^A-Za-z0-9])[Rr]ank[-_.]?([0-9]+)(\.[A-Za-z0-9]+)*$",
         "groups": {"rank": 2},
         "rank_kind": "global",
         "example": "job-1234-rank-3.log",

@@ -43,14 +43,15 @@ class Attributor:
         host: str | None = None
         pos = 0
         for _ in range(self.max_prefixes):
+            rest = text[pos:]
             for rx, groups, rk in self.prefixes:
-                m = rx.match(text, pos)
-                if m and m.end() > pos:
+                m = rx.match(rest)
+                if m and m.end() > 0:
                     if "rank" in groups and rank is None:
                         rank, kind = int(m.group(groups["rank"])), rk
                     if "host" in groups and host is None:
                         host = m.group(groups["host"])
-                    pos = m.end()
+                    pos += m.end()
                     break
             else:
                 break

@@ -36,10 +36,7 @@ class Firing:
     evidence: list[Hit]
     versions: str  # "ok", "unknown" (some condition could not be checked)
     unknown_conditions: int = 0
-
-    @property
-    def first(self) -> Hit:
-        return min(self.evidence, key=lambda h: (h.source, h.offset))
+    point: Hit | None = None  # the line at which the rule became satisfied
 
 
 @dataclass
@@ -79,7 +76,7 @@ def _min_window(groups: list[list[tuple[int, Hit]]], limit: int | None) -> list[
 
     Returns the chosen hits, or None when no choice spans at most `limit` lines."""
     if limit is None:
-        return [g[0][1] for g in groups]
+        return [min((h for _, h in g), key=lambda h: (h.source, h.offset)) for g in groups]
     events = sorted(
         ((pos, gi, h) for gi, g in enumerate(groups) for pos, h in g), key=lambda t: (t[0], t[1])
     )
@@ -169,6 +166,7 @@ def evaluate(
             chosen = _min_window(groups, window)
             if chosen is None:
                 continue
+            point = max(chosen, key=lambda h: (h.source, h.offset))
             matched = set(rule["all"])
             if window is None:
                 matched.update(present_any)
@@ -186,6 +184,8 @@ def evaluate(
             uniq = {(h.source, h.offset): h for h in evidence}
             ev = sorted(uniq.values(), key=lambda h: (h.source, h.offset))
             firings.append(
-                Firing(e, key, frozenset(matched), ev, "unknown" if unknown else "ok", unknown)
+                Firing(
+                    e, key, frozenset(matched), ev, "unknown" if unknown else "ok", unknown, point
+                )
             )
     return firings

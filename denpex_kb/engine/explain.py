@@ -103,7 +103,8 @@ def _earliest(cands: list[Candidate]) -> Candidate | None:
     srcs = {h.source for c in cands for h in c.evidence}
     same = len(srcs) == 1
     for c in cands:
-        c.first = min(c.evidence, key=lambda h: _order(h, same))
+        points = [f.point for f in c.firings if f.point is not None] or c.evidence
+        c.first = min(points, key=lambda h: _order(h, same))
     return min(cands, key=lambda c: (_order(c.first, same), -c.confidence, c.id))
 
 
@@ -175,6 +176,14 @@ def explain(
         first = root.first
         assert first is not None
         init_rank, init_host = first.rank, first.host
+        if init_rank is None:  # e.g. a log-scope rule: the closest attributed line before it
+            before = [
+                h
+                for h in root.evidence
+                if h.rank is not None and (h.source, h.offset) <= (first.source, first.offset)
+            ]
+            if before:
+                init_rank, init_host = before[-1].rank, before[-1].host or init_host
         basis = "earliest-root-cause-evidence"
         if init_rank is None and elastic_root is not None and elastic_root.rank is not None:
             init_rank, init_host = elastic_root.rank, elastic_root.host
@@ -201,10 +210,11 @@ def explain(
     else:
         if collateral:
             notes.append(
-                "No root-cause failure found: only collateral errors ("
+                "No root-cause entry matched: only collateral errors ("
                 + ", ".join(c.id for c in collateral)
-                + "). The output of the rank that started the failure is probably missing: "
-                "it was killed (SIGKILL, e.g. the host OOM killer) or its log is not included."
+                + "). The initiating rank's own error is either not in the knowledge base or "
+                "its output is probably missing: killed by SIGKILL (e.g. the host OOM killer) "
+                "before it could print, or its log is not included."
             )
         killed = [
             i
