@@ -80,6 +80,15 @@ REPORT_FORMAT = "report-format.md"
 BOOST_ENTRY = 2.0
 BOOST_COLLATERAL = 1.5
 BOOST_GUIDE = 0.5
+# A small step per severity breaks near-ties between entries that quote the same error string
+# equally well (e.g. two zero_to_fp32 failures): the more severe one is listed first.
+BOOST_SEVERITY_STEP = {"critical": 0.06, "high": 0.04, "medium": 0.02, "low": 0.0}
+
+
+def search_boost(entry: Entry) -> float:
+    base = BOOST_COLLATERAL if entry.role == "collateral" else BOOST_ENTRY
+    return round(base + BOOST_SEVERITY_STEP.get(entry.severity, 0.0), 2)
+
 
 # At most this many "key error lines" are pulled from an entry's examples into "What you see".
 MAX_KEY_LINES = 12
@@ -272,7 +281,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     ids = {e.id for e in kb.entries}
     b: list[str] = []
     add = b.append
-    boost = BOOST_COLLATERAL if entry.role == "collateral" else BOOST_ENTRY
+    boost = search_boost(entry)
     add(
         front_matter(
             {

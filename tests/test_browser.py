@@ -37,12 +37,15 @@ CHROMIUM_FLAGS = [
 
 # Error strings a user pastes, and the entry that must come first. The ENOSPC family shares its
 # surface strings: the bare message leads to the FastFileWriter entry, whose look-alike list is
-# the family's full table of tells; the errno leads to the plain disk-full entry.
+# the family's full table of tells; the errno leads to the plain disk-full entry. A bare
+# DistBackendError is the wrapper of every NCCL error: the two generic NCCL entries quote it
+# equally and are equally severe, so the index order (phase, then id) puts nccl-system-error
+# first and nccl-unhandled-cuda-error second; both are right answers to look at.
 SEARCHES: dict[str, str] = {
     "No space left on device": "fastfilewriter-fd-leak-enospc",
     "Errno 28": "disk-full-enospc",
     "DistBackendError": "nccl-system-error",
-    "train_batch_size": "config-batch-size-mismatch",
+    "train_batch_size": "batch-size-mismatch",
     "CUDA out of memory. Tried to allocate 20.00 MiB": "cuda-oom-during-step",
     "ncclUnhandledCudaError": "nccl-unhandled-cuda-error",
     "zero_to_fp32": "zero-to-fp32-incomplete-checkpoint",
