@@ -340,7 +340,13 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
             raise UserError(f"cannot write {exc.filename}: {exc.strerror}") from None
         outputs.append(("rule pack" if name == site.RULE_PACK_FILE else "vectors", dist_dir / name))
 
-    # Step 2: the full-text index (dist/index). The lead adds it here.
+    # Step 2: the full-text index (dist/index), the same one `search --index dist/index` reads.
+    from .index import build_index
+
+    try:
+        outputs.append(("text index", build_index(kb, dist_dir / "index")))
+    except OSError as exc:
+        raise UserError(f"cannot write the index under {dist_dir}: {exc.strerror}") from None
 
     # Step 3: the docs hub.
     try:
