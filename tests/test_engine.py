@@ -139,6 +139,8 @@ def test_multi_rank_log(engine: Engine, expect_file: Path) -> None:
     assert (rc["id"] if rc else None) == exp["root_cause"]
     if "initiating_rank" in exp:
         assert report["initiating_rank"] == exp["initiating_rank"]
+    if "initiating_basis" in exp:
+        assert report["initiating_basis"] == exp["initiating_basis"]
     coll = {c["id"]: c for c in report["collateral"]}
     for cid in exp.get("collateral_include", []):
         assert cid in coll
@@ -200,7 +202,8 @@ def test_prefilters_agree(backend: str) -> None:
         pytest.importorskip("hyperscan")
     pf = make_prefilter([("^Foo bar$", False), ("no space", True)], backend)
     block = b"x\n[rank1]: Foo bar\nxx NO SPACE left\nclean\n"
-    assert pf.line_starts(block) == [2, 19]
+    assert pf.line_starts(block, 0, len(block)) == [2, 19]
+    assert pf.line_starts(block, 2, len(block)) == [2, 19]
 
 
 def test_deanchor() -> None:

@@ -43,19 +43,19 @@ class _RankLines:
     def __init__(self) -> None:
         self.base: dict[bytes, int] = {}
 
-    def index(self, lit: bytes, block: bytes, start: int) -> int | None:
-        within = block.count(b"\n" + lit, 0, start) + (
-            1 if start > 0 and block.startswith(lit) else 0
-        )
+    def index(self, lit: bytes, block: bytes, lo: int, start: int) -> int | None:
+        at_lo = 1 if start > lo and block.startswith(lit, lo) else 0
+        within = block.count(b"\n" + lit, lo, start) + at_lo
         if lit not in self.base:
             if len(self.base) >= MAX_ACTIVE_RANK_PREFIXES:
                 return None
             self.base[lit] = -within
         return self.base[lit] + within
 
-    def end_block(self, block: bytes) -> None:
+    def end_block(self, block: bytes, lo: int, hi: int) -> None:
         for lit in self.base:
-            self.base[lit] += block.count(b"\n" + lit) + (1 if block.startswith(lit) else 0)
+            at_lo = 1 if block.startswith(lit, lo) else 0
+            self.base[lit] += block.count(b"\n" + lit, lo, hi) + at_lo
 
 
 class Engine:
@@ -167,18 +167,20 @@ class Engine:
         lines_before = 0
         offset = 0
         year: int | None = None
-        for block in iter_blocks(stream, src.name):
-            if b"\x1b" in block:
-                block = self.ansi_bytes.sub(b"", block)
-            if b"\x00" in block:
-                block = block.replace(b"\x00", b"")
-            starts = self.prefilter.line_starts(block)
-            cnt, cnt_pos = lines_before, 0
+        for block, lo, hi in iter_blocks(stream, src.name):
+            if block.find(b"\x1b", lo, hi) != -1:
+                block = self.ansi_bytes.sub(b"", block[lo:hi])
+                lo, hi = 0, len(block)
+            if block.find(b"\x00", lo, hi) != -1:
+                block = block[lo:hi].replace(b"\x00", b"")
+                lo, hi = 0, len(block)
+            starts = self.prefilter.line_starts(block, lo, hi)
+            cnt, cnt_pos = lines_before, lo
             for st in starts:
                 cnt += block.count(b"\n", cnt_pos, st)
                 cnt_pos = st
-                end = block.find(b"\n", st)
-                raw = block[st : end if end != -1 else len(block)]
+                end = block.find(b"\n", st, hi)
+                raw = block[st : end if end != -1 else hi]
                 text = normalise(raw)
                 a = attr.strip(text)
                 content = a.content
@@ -204,7 +206,7 @@ class Engine:
                 if y is not None:
                     year = y
                 if ts is None:
-                    back = block[max(0, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
+                    back = block[max(lo, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
                     for line in reversed(back.splitlines()):
                         ts, _ = attr.timestamp(line, year)
                         if ts is not None:
@@ -213,7 +215,7 @@ class Engine:
                 if a.prefix and rank is not None:
                     lit = a.prefix.rstrip().encode("utf-8", "replace")
                     if raw.startswith(lit):
-                        rank_line = rank_lines.index(lit, block, st)
+                        rank_line = rank_lines.index(lit, block, lo, st)
                 if rank_line is None:
                     rank_line = cnt
                 if rank is not None:
@@ -223,7 +225,7 @@ class Engine:
                 hits.append(
                     Hit(
                         source=si,
-                        offset=offset + st,
+                        offset=offset + st - lo,
                         line=cnt + 1,
                         rank_line=rank_line,
                         key=key,
@@ -234,9 +236,9 @@ class Engine:
                         signals=frozenset(sigs),
                     )
                 )
-            lines_before = cnt + block.count(b"\n", cnt_pos)
-            rank_lines.end_block(block)
-            offset += len(block)
+            lines_before = cnt + block.count(b"\n", cnt_pos, hi)
+            rank_lines.end_block(block, lo, hi)
+            offset += hi - lo
         if offset and not lines_before:
             lines_before = 1
         elif offset:

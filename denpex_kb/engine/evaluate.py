@@ -10,9 +10,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 
 @dataclass
 class Hit:
@@ -46,7 +43,9 @@ class Compiled:
     sig_index: dict[tuple[int, str], int] = field(default_factory=dict)
 
 
-def parse_version(v: str) -> Version | None:
+def parse_version(v: str):  # noqa: ANN201 - packaging.version.Version | None
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(v)
     except InvalidVersion:
@@ -56,6 +55,8 @@ def parse_version(v: str) -> Version | None:
 def check_versions(conds: list[dict[str, str]], printed: dict[str, set[str]]) -> tuple[bool, int]:
     """(vetoed, number of unknown conditions). A condition holds if any printed version of the
     package satisfies it; it is unknown when the log prints no parseable version of the package."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     unknown = 0
     for c in conds:
         try:

@@ -196,17 +196,6 @@ def explain(
                     + (f" on rank {r}" if r is not None else "")
                     + "."
                 )
-        if (
-            elastic_root is not None
-            and elastic_root.rank is not None
-            and init_rank is not None
-            and elastic_root.rank != init_rank
-        ):
-            notes.append(
-                f"torchelastic's summary names rank {elastic_root.rank} as the first observed "
-                f"failure; that is when the agent noticed an exit, not when the failure began. "
-                f"The earliest root-cause evidence is on rank {init_rank}."
-            )
     else:
         if collateral:
             notes.append(
@@ -249,6 +238,17 @@ def explain(
         if elastic_root is not None and elastic_root.rank is not None and basis is None:
             init_rank, init_host = elastic_root.rank, elastic_root.host
             basis = "torchelastic-first-observed-failure"
+    if (
+        elastic_root is not None
+        and elastic_root.rank is not None
+        and init_rank is not None
+        and elastic_root.rank != init_rank
+    ):
+        notes.append(
+            f"torchelastic's summary names rank {elastic_root.rank} as the first observed "
+            f"failure; that is when the agent noticed an exit, not when the failure began. "
+            f"The evidence points at rank {init_rank} ({basis})."
+        )
     coll_json = []
     for c in sorted(collateral, key=lambda c: c.id):
         ranks = sorted({h.rank for f in c.firings for h in f.evidence if h.rank is not None})

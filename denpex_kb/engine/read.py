@@ -74,8 +74,12 @@ def open_source(src: Source) -> BinaryIO:
     return buffered
 
 
-def iter_blocks(stream: BinaryIO, name: str, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
-    """Blocks that end at a line boundary (except a cut over-long line and the last block)."""
+def iter_blocks(
+    stream: BinaryIO, name: str, block_size: int = BLOCK_SIZE
+) -> Iterator[tuple[bytes, int, int]]:
+    """Regions (buffer, lo, hi) that end at a line boundary (except a cut over-long line and the
+    last one). The body of each chunk read is yielded without copying; only the line that
+    straddles two chunks is joined."""
     carry = b""
     while True:
         try:
@@ -85,20 +89,21 @@ def iter_blocks(stream: BinaryIO, name: str, block_size: int = BLOCK_SIZE) -> It
             raise InputError(f"{name}: {reason}") from None
         if not chunk:
             break
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n")
-        if cut == -1:
-            if len(data) > MAX_LINE:
-                yield data
+        first = chunk.find(b"\n")
+        if first == -1:
+            carry += chunk
+            if len(carry) > MAX_LINE:
+                yield carry, 0, len(carry)
                 carry = b""
-            else:
-                carry = data
             continue
-        if cut == len(data) - 1:
-            yield data
-            carry = b""
-        else:
-            carry = data[cut + 1 :]
-            yield data[: cut + 1]
+        lo = 0
+        if carry:
+            head = carry + chunk[: first + 1]
+            yield head, 0, len(head)
+            lo = first + 1
+        cut = chunk.rfind(b"\n")
+        if cut + 1 > lo:
+            yield chunk, lo, cut + 1
+        carry = chunk[cut + 1 :]
     if carry:
-        yield carry
+        yield carry, 0, len(carry)

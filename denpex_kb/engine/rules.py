@@ -71,9 +71,8 @@ def load_rulepack(
         except ValueError as exc:  # JSON errors and RulePackError
             detail = "; ".join(exc.problems[:5]) if isinstance(exc, RulePackError) else str(exc)
             raise RulesError(f"invalid rule pack {path}: {detail}") from None
-    from ..kb import default_kb_dir
-
-    root = Path(kb_dir) if kb_dir is not None else default_kb_dir()
+    # Same folder as kb.default_kb_dir(), without importing the YAML/JSON Schema stack.
+    root = Path(kb_dir) if kb_dir is not None else Path(__file__).resolve().parents[2] / "kb"
     if not root.is_dir():
         raise RulesError(f"knowledge base folder {root} does not exist")
     cached = cache_dir() / f"rulepack-{kb_fingerprint(root)}.json"

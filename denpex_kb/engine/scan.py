@@ -66,22 +66,21 @@ class _Re2Prefilter:
         alt = "|".join(f"(?:{'(?i)' if icase else ''}{p})" for p, icase in patterns)
         self._rx = re2.compile(alt.encode("utf-8"), opts)
 
-    def line_starts(self, block: bytes) -> list[int]:
+    def line_starts(self, block: bytes, lo: int, hi: int) -> list[int]:
         out: list[int] = []
         search = self._rx.search
-        pos, n = 0, len(block)
-        while pos < n:
-            m = search(block, pos)
+        pos = lo
+        while pos < hi:
+            m = search(block, pos, hi)
             if m is None:
                 break
             s = m.start()
-            start = block.rfind(b"\n", 0, s) + 1
-            out.append(start)
-            nl = block.find(b"\n", max(s, m.end() - 1))
+            out.append(max(block.rfind(b"\n", lo, s) + 1, lo))
+            nl = block.find(b"\n", max(s, m.end() - 1), hi)
             if nl == -1:
                 break
             pos = nl + 1
-        return out
+        return sorted(set(out))
 
 
 class _HyperscanPrefilter:
@@ -119,7 +118,7 @@ class _HyperscanPrefilter:
                 pass
         self._db = db
 
-    def line_starts(self, block: bytes) -> list[int]:
+    def line_starts(self, block: bytes, lo: int, hi: int) -> list[int]:
         ends: list[int] = []
         append = ends.append
         last = [-1]  # end of the line of the last recorded match: skip repeats on one line
@@ -127,14 +126,14 @@ class _HyperscanPrefilter:
         def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             if to > last[0]:
                 append(to)
-                nl = block.find(b"\n", to - 1 if to else 0)
-                last[0] = nl if nl != -1 else len(block)
+                nl = block.find(b"\n", lo + max(to - 1, 0), hi)
+                last[0] = (nl if nl != -1 else hi) - lo
 
-        self._db.scan(block, match_event_handler=on_match)
+        view = memoryview(block)[lo:hi] if (lo, hi) != (0, len(block)) else block
+        self._db.scan(view, match_event_handler=on_match)
         if not ends:
             return ends
-        starts = sorted({block.rfind(b"\n", 0, max(e - 1, 0)) + 1 for e in ends})
-        return starts
+        return sorted({max(block.rfind(b"\n", lo, lo + max(e - 1, 0)) + 1, lo) for e in ends})
 
 
 def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = None):  # noqa: ANN201

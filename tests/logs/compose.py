@@ -159,14 +159,15 @@ def main() -> None:
         lines,
         {
             "provenance": "composed",
-            "verdict": "match",
-            "root_cause": "host-oom-killer-sigkill",
+            "verdict": "no-match",
+            "root_cause": None,
             "initiating_rank": 2,
+            "initiating_basis": "sigkill-in-torchelastic-summary",
             "collateral_include": [
                 "nccl-watchdog-timeout",
                 "torchelastic-childfailederror-summary",
             ],
-            "notes_include": ["names rank 0 as the first observed failure"],
+            "notes_include": ["killed by SIGKILL", "names rank 0 as the first observed failure"],
         },
     )
 
@@ -277,10 +278,12 @@ def main() -> None:
     captured = {
         "launcher-torchrun-sigkill-rank1.log.gz": {
             "provenance": "captured: kb/captured/launcher-torchrun-sigkill-rank1.log, gzipped",
-            "verdict": "match",
-            "root_cause": "host-oom-killer-sigkill",
+            "verdict": "no-match",
+            "root_cause": None,
             "initiating_rank": 1,
+            "initiating_basis": "sigkill-in-torchelastic-summary",
             "collateral_include": ["torchelastic-childfailederror-summary"],
+            "notes_include": ["killed by SIGKILL"],
         },
         "launcher-torchrun-raise-rank1.log": {
             "provenance": "captured: kb/captured/launcher-torchrun-raise-rank1.log",

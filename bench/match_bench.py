@@ -1,0 +1,180 @@
+"""Benchmark of `denpex-kb match` (issue 7): throughput vs grep -E, peak memory, start-up.
+
+    .venv/bin/python bench/match_bench.py [--size-mb 1024] [--runs 15]
+
+Generates synthetic multi-rank logs in /tmp (never committed), exports the bundled rule pack,
+and prints the three measurements. Results are recorded in bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "denpex_kb.cli"]
+TMP = Path(tempfile.gettempdir()) / "denpex-bench"
+
+
+def chunk(seed: int, n_lines: int = 12_000) -> bytes:
+    """About 1.5 MB of a healthy 8-rank torchrun + DeepSpeed log."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n_lines):
+        r = rnd.randrange(8)
+        k = rnd.random()
+        if k < 0.35:
+            out.append(
+                f"[default{r}]:gpu-node-{r // 4}:{4000 + r}:{4100 + r} [{r}] NCCL INFO Channel {i % 32:02d}/0 : {r}[{r}] -> {(r + 1) % 8}[{(r + 1) % 8}] via P2P/CUMEM/read"
+            )
+        elif k < 0.55:
+            out.append(
+                f"[default{r}]:[2026-11-29 10:{i % 60:02d}:{i % 60:02d},{i % 1000:03d}] [INFO] [logging.py:107:log_dist] [Rank {r}] step={i}, skipped=0, lr=[1e-05], mom=[(0.9, 0.999)]"
+            )
+        elif k < 0.70:
+            out.append(
+                f"[default{r}]: {i % 100:2d}%|{'█' * (i % 10):<10}| {i % 1000}/1000 [01:23<01:55,  5.03it/s]"
+            )
+        elif k < 0.85:
+            out.append(
+                f"[default{r}]:[2026-11-29 10:{i % 60:02d}:00,000] [INFO] [timer.py:264:stop] epoch=0/micro_step={i}/global_step={i}, RunningAvgSamplesPerSec=120.5, CurrSamplesPerSec=121.3, MemAllocated=12.3GB, MaxMemAllocated=20.1GB"
+            )
+        else:
+            out.append(
+                f"[default{r}]:{{'loss': {rnd.random() * 3:.4f}, 'grad_norm': {rnd.random():.3f}, 'learning_rate': 1e-05, 'epoch': {i / 1e4:.2f}}}"
+            )
+    return ("\n".join(out) + "\n").encode()
+
+
+FAILURE = (ROOT / "tests" / "logs" / "oom-rank3-watchdog-rest.log").read_bytes()
+
+
+def make_log(path: Path, size_mb: int) -> None:
+    if path.exists() and path.stat().st_size >= size_mb << 20:
+        return
+    chunks = [chunk(s) for s in range(8)]
+    target = size_mb << 20
+    written = 0
+    with open(path, "wb") as f:
+        f.write(
+            b"[default0]:[2026-11-29 10:00:00,000] [INFO] [logging.py:107:log_dist] [Rank 0] DeepSpeed info: version=0.16.4, git-hash=unknown, git-branch=unknown\n"
+        )
+        i = 0
+        while written < target:
+            c = chunks[i % len(chunks)]
+            f.write(c)
+            written += len(c)
+            i += 1
+            if i % 200 == 0:  # a few failures along the way
+                f.write(FAILURE)
+                written += len(FAILURE)
+
+
+def ere(pattern: str) -> str:
+    """The pack's RE2 pattern in GNU grep -E syntax (same meaning for these patterns)."""
+    return pattern.replace("(?:", "(").replace(r"\d", "[0-9]")
+
+
+def timed(
+    cmd: list[str], env: dict | None = None, stdin=None
+) -> tuple[float, subprocess.CompletedProcess]:  # noqa: ANN001
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, env=env, stdin=stdin)
+    return time.perf_counter() - t, p
+
+
+def peak_rss_mb(cmd: list[str], env: dict) -> float:
+    """Max RSS of the command, measured by a fresh wrapper so that nothing else counts."""
+    code = (
+        "import resource,subprocess,sys;"
+        f"subprocess.run({cmd!r}, stdout=subprocess.DEVNULL);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return int(out.stdout.strip()) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--kb", help="knowledge base folder (default: the bundled kb/)")
+    args = ap.parse_args()
+    kb = ["--kb", args.kb] if args.kb else []
+    TMP.mkdir(exist_ok=True)
+    env = dict(os.environ, DENPEX_KB_CACHE=str(TMP / "cache"))
+    pack_file = TMP / "pack.json"
+    subprocess.run(
+        CLI + ["export-rules", *kb, "-o", str(pack_file)], check=True, env=env, capture_output=True
+    )
+    pack = json.loads(pack_file.read_bytes())
+    pats = [s["pattern"] for e in pack["entries"] for s in e["signals"]]
+    pat_file = TMP / "patterns.ere"
+    pat_file.write_text("\n".join(ere(p) for p in pats) + "\n")
+    big, small = TMP / f"synthetic-{args.size_mb}mb.log", TMP / "synthetic-100mb.log"
+    make_log(big, args.size_mb)
+    make_log(small, 100)
+    size = big.stat().st_size
+    print(f"rule pack: {len(pack['entries'])} entries, {len(pats)} signal patterns")
+    print(f"log: {big} ({size / 1e9:.2f} GB)")
+    subprocess.run(["cat", str(big)], stdout=subprocess.DEVNULL)  # page cache
+
+    results: dict[str, object] = {}
+    for label, genv in (("grep -E (LC_ALL=C)", dict(env, LC_ALL="C")), ("grep -E (locale)", env)):
+        t, p = timed(["grep", "-E", "-c", "-f", str(pat_file), str(big)], env=genv)
+        results[label] = t
+        print(f"{label}: {t:.2f} s  {size / t / 1e9:.2f} GB/s  ({p.stdout.decode().strip()} lines)")
+    scanners = ["re2"]
+    try:
+        import hyperscan  # noqa: F401
+
+        scanners.insert(0, "hyperscan")
+    except ImportError:
+        print("hyperscan: not installed (pip install 'denpex-kb[fast]'); measuring re2 only")
+    for sc in scanners:
+        senv = dict(env, DENPEX_KB_SCANNER=sc)
+        timed(CLI + ["match", *kb, "--format", "json", str(small)], env=senv)  # warm caches
+        t, p = timed(CLI + ["match", *kb, "--format", "json", str(big)], env=senv)
+        rep = json.loads(p.stdout)
+        g = results["grep -E (LC_ALL=C)"]
+        print(
+            f"denpex-kb match [{sc}]: {t:.2f} s  {size / t / 1e9:.2f} GB/s  "
+            f"ratio vs grep -E (C) {g / t:.2f}x, vs grep -E (locale) {results['grep -E (locale)'] / t:.2f}x  "
+            f"-> {rep['root_cause']['id'] if rep['root_cause'] else None}"
+        )
+        m_big = peak_rss_mb(CLI + ["match", *kb, str(big)], senv)
+        m_small = peak_rss_mb(CLI + ["match", *kb, str(small)], senv)
+        print(
+            f"peak RSS [{sc}]: 100 MB log {m_small:.0f} MB, {size >> 20} MB log {m_big:.0f} MB "
+            f"(difference {abs(m_big - m_small) / m_small * 100:.1f}%)"
+        )
+
+    tb = (ROOT / "tests" / "logs" / "oom-rank3-watchdog-rest.log").read_bytes()
+    tb = (tb * (5000 // len(tb) + 1))[:5000]
+    tb = tb[: tb.rfind(b"\n") + 1]
+    tb_file = TMP / "traceback-5k.log"
+    tb_file.write_bytes(tb)
+    exe = str(Path(sys.executable).parent / "denpex-kb")
+    timed([exe, "match", *kb, str(tb_file)], env=env)
+    cli_t, py_t = [], []
+    for _ in range(args.runs):
+        with open(tb_file, "rb") as f:
+            cli_t.append(timed([exe, "match", *kb, "-"], env=env, stdin=f)[0])
+        py_t.append(timed([sys.executable, "-c", "pass"])[0])
+    print(
+        f"startup: denpex-kb match on a {len(tb)} B traceback (stdin): median "
+        f"{statistics.median(cli_t) * 1000:.0f} ms; python -c pass: median "
+        f"{statistics.median(py_t) * 1000:.0f} ms ({args.runs} runs each)"
+    )
+
+
+if __name__ == "__main__":
+    main()
