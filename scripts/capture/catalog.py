@@ -1,0 +1,928 @@
+"""The capture cases: one function per log, registered with @case.
+
+A case name is the log's file name without `.log`; entries cite `captured/<name>.log`, so a
+name never changes. Each function runs DeepSpeed through the Ctx helpers (which record every
+command for the .meta.json sidecar) and returns the output that becomes the log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from capture import Ctx, Output, Skip, case, has_libaio_dev, trim_middle
+
+# --------------------------------------------------------------------------- ops (run first:
+# the timing case measures the async_io build, which every FastFileWriter case then reuses)
+
+
+@case(
+    "ops-jit-build-timing-async-io-utils",
+    "ops",
+    "JIT build time of the async_io and generic utils ops (run on an empty op cache)",
+    needs=("libaio",),
+    expect_rc="zero",
+    slow=True,
+)
+def _(ctx: Ctx) -> Output:
+    if not has_libaio_dev():
+        raise Skip("needs libaio-dev (apt-get install -y libaio-dev)")
+    if list(ctx.ext_dir.glob("async_io/*.so")):
+        raise Skip(
+            f"async_io is already built in {ctx.ext_dir}: delete that folder to measure a build"
+        )
+    return ctx.python("jit_build_timing.py", timeout=1200)
+
+
+def _no_libaio() -> None:
+    if has_libaio_dev():
+        raise Skip("needs libaio-dev absent (apt-get remove -y libaio-dev, then reinstall it)")
+
+
+@case(
+    "ops-ds-report-no-libaio",
+    "ops",
+    "ds_report when libaio-dev is not installed: async_io [NO]",
+    needs=("no-libaio",),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    _no_libaio()
+    return ctx.run([ctx.bin("ds_report")])
+
+
+@case(
+    "ops-jit-async-io-no-libaio",
+    "ops",
+    "JIT load of async_io without libaio-dev: RuntimeError",
+    needs=("no-libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    _no_libaio()
+    return ctx.python("op_load.py", "AsyncIOBuilder")
+
+
+@case(
+    "ops-ds-report-cpu-only",
+    "ops",
+    "ds_report on a CPU-only machine (CPU accelerator op list)",
+    needs=("libaio",),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    if not has_libaio_dev():
+        raise Skip("needs libaio-dev installed (the report shows async_io [OKAY])")
+    return ctx.run([ctx.bin("ds_report")])
+
+
+@case(
+    "ops-ds-report-force-cuda",
+    "ops",
+    "DS_ACCELERATOR=cuda ds_report without CUDA: nvcc [FAIL]",
+    expect_rc="any",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.run([ctx.bin("ds_report")], env={"DS_ACCELERATOR": "cuda"})
+
+
+@case(
+    "ops-jit-fused-adam-force-cuda",
+    "ops",
+    "JIT fused_adam under DS_ACCELERATOR=cuda with no GPU: found no CUDA devices",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("op_load.py", "FusedAdamBuilder", env={"DS_ACCELERATOR": "cuda"})
+
+
+@case(
+    "ops-jit-fused-adam-force-cuda-arch",
+    "ops",
+    "JIT fused_adam with TORCH_CUDA_ARCH_LIST set but no CUDA: CUDA_HOME not set",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python(
+        "op_load.py",
+        "FusedAdamBuilder",
+        env={"DS_ACCELERATOR": "cuda", "TORCH_CUDA_ARCH_LIST": "8.0"},
+    )
+
+
+@case(
+    "ops-jit-cpu-adam-force-cuda",
+    "ops",
+    "JIT cpu_adam under DS_ACCELERATOR=cuda: builds with a 'cuda is missing' warning",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.state / f"ext-ds{ctx.version}-cuda"  # the CUDA-side cpu_adam has other sources
+    return ctx.python(
+        "op_load.py",
+        "CPUAdamBuilder",
+        env={"DS_ACCELERATOR": "cuda", "TORCH_EXTENSIONS_DIR": str(ext)},
+        timeout=900,
+    )
+
+
+@case("ops-jit-cpu-adam-no-compiler", "ops", "JIT cpu_adam with CXX pointing at a missing compiler")
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-nocompiler")
+    cxx = "/usr/local/bin/g++-missing"
+    return ctx.python(
+        "op_load.py",
+        "CPUAdamBuilder",
+        env={"CXX": cxx, "CC": cxx, "TORCH_EXTENSIONS_DIR": str(ext)},
+    )
+
+
+def _pip_subs(ctx: Ctx) -> None:
+    ctx.subs += [("https://pypi.org/simple", "<package-index>")]
+    for line in (os.environ.get("PIP_FIND_LINKS") or "/opt/wheels").split():
+        ctx.subs.append((line, "<local-wheels>"))
+
+
+def _local_index(text: str) -> str:
+    import re
+
+    return re.sub(r"file://[^\s',]+", "<local-index>", text)
+
+
+@case(
+    "ops-pip-ds-build-cpu-adam-no-torch",
+    "ops",
+    "DS_BUILD_CPU_ADAM=1 pip install deepspeed in a venv without torch (isolated build)",
+    needs=("network",),
+)
+def _(ctx: Ctx) -> Output:
+    venv = ctx.fresh("venv-build")
+    ctx.subs.append((str(venv), "<venv-build>"))
+    _pip_subs(ctx)
+    ctx.sh("python3", "-m", "venv", venv)
+    ctx.sh(venv / "bin" / "pip", "uninstall", "-q", "-y", "setuptools")
+    r = ctx.run(
+        [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "deepspeed==0.19.0"],
+        env={"DS_BUILD_CPU_ADAM": "1"},
+    )
+    r.text = _local_index(r.text)
+    return r
+
+
+@case(
+    "ops-pip-ds-build-cpu-adam-no-compiler",
+    "ops",
+    "DS_BUILD_CPU_ADAM=1 pip install deepspeed (with torch) and a missing compiler",
+    needs=("network",),
+    slow=True,
+)
+def _(ctx: Ctx) -> Output:
+    venv = ctx.work / "venv-build-torch"
+    ctx.subs.append((str(venv), "<venv-build>"))
+    _pip_subs(ctx)
+    if not (venv / "bin" / "torchrun").exists():
+        ctx.sh("python3", "-m", "venv", venv)
+        ctx.sh(venv / "bin" / "pip", "install", "-q", "torch==2.13.0")
+    cxx = "/usr/local/bin/g++-missing"
+    r = ctx.run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "--no-cache-dir",
+            "--force-reinstall",
+            "--no-deps",
+            "deepspeed==0.19.0",
+        ],
+        env={"DS_BUILD_CPU_ADAM": "1", "CXX": cxx, "CC": cxx},
+    )
+    r.text = trim_middle(
+        _local_index(r.text),
+        10,
+        40,
+        "setuptools build_py 'copying ...' and package-discovery warnings",
+    )
+    return r
+
+
+# --------------------------------------------------------------------------- config errors
+
+CONFIG_CASES = {
+    "batch-mismatch": "train_batch_size != micro * grad_acc * world_size",
+    "bf16-and-fp16": "bf16 and fp16 both enabled",
+    "duplicate-key": "a key given twice in the config file",
+    "fp16-on-cpu": "fp16 on the CPU accelerator: 'Type fp16 is not supported on your device'",
+    "grad-acc-not-divisible": "train_batch_size not divisible by micro batch * world size",
+    "json-syntax": "config file with a syntax error (hjson decode error)",
+    "lamb-on-cpu": "Lamb optimizer on CPU: op not implemented on CPU backend",
+    "missing-config-file": "config path that does not exist",
+    "no-batch-size": "no batch size keys at all",
+    "no-optimizer-backward": "no optimizer in config or code, then engine.backward",
+    "nvme-offload-no-path": "ZeRO-3 offload_param to nvme without nvme_path",
+    "offload-client-optimizer": "ZeRO-Offload with a client torch optimizer (ZeRORuntimeException)",
+    "unknown-optimizer": "optimizer type that does not exist",
+    "unknown-scheduler": "scheduler type that does not exist",
+    "untested-client-optimizer": "ZeRO-2 with an untested client optimizer (SGD)",
+    "zero-bad-key": "unknown key in zero_optimization (pydantic extra_forbidden)",
+    "zero-stage-4": "zero_optimization.stage 4 (pydantic enum error)",
+}
+
+
+def _config_case(key: str):
+    def fn(ctx: Ctx) -> Output:
+        return ctx.python("cfg_case.py", key.replace("-", "_"), single=True)
+
+    return fn
+
+
+for _key, _desc in CONFIG_CASES.items():
+    case(f"config-{_key}", "config", f"deepspeed.initialize, single CPU process: {_desc}")(
+        _config_case(_key)
+    )
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+@case(
+    "ckpt-zero2-ws2-save-ok-deepspeed-launcher",
+    "ckpt",
+    "ZeRO-2 checkpoint saved by 2 ranks under the deepspeed launcher (healthy save)",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.fresh("ck_z2")
+    return ctx.deepspeed(2, "ckpt_case.py", "save", str(d), "2")
+
+
+@case(
+    "ckpt-zero2-ws2-saved-load-ws1-dp-mismatch",
+    "ckpt",
+    "ZeRO-2 checkpoint saved at world size 2, loaded at 1 (deepspeed launcher): DP world size mismatch",
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.ensure_checkpoint("ck_z2", nproc=2, stage=2)
+    return ctx.deepspeed(1, "ckpt_case.py", "load", str(d), "2")
+
+
+def _mismatch(stage: int):
+    def fn(ctx: Ctx) -> Output:
+        d = ctx.ensure_checkpoint(f"ck_z{stage}", nproc=2, stage=stage)
+        return ctx.python("ckpt_case.py", "load", str(d), str(stage), single=True)
+
+    return fn
+
+
+for _stage in (1, 3):
+    case(
+        f"ckpt-zero{_stage}-ws2-saved-load-ws1-dp-mismatch",
+        "ckpt",
+        f"ZeRO-{_stage} checkpoint saved at world size 2, loaded by one process: DP world size mismatch",
+    )(_mismatch(_stage))
+
+
+@case(
+    "ckpt-load-missing-tag",
+    "ckpt",
+    "load_checkpoint with a tag that does not exist: bare AssertionError",
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.ensure_checkpoint("ck_ws1", nproc=1, stage=2)
+    return ctx.python("ckpt_case.py", "load", str(d), "2", "global_step999", single=True)
+
+
+@case(
+    "ckpt-load-no-latest",
+    "ckpt",
+    "load_checkpoint(tag=None) on a folder without 'latest': warning, None",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.fresh("ck_nolatest")
+    return ctx.python("ckpt_case.py", "load", str(d), "2", single=True)
+
+
+MODEL = "global_step2/mp_rank_00_model_states.pt"
+OPTIM = "global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt"
+
+
+def _damaged(fixture: str, hidden: int, target: str, how: str, name: str | None = None):
+    def fn(ctx: Ctx) -> Output:
+        src = ctx.ensure_checkpoint(fixture, nproc=1, stage=2, hidden=hidden)
+        d = ctx.copy_checkpoint(src, name or "ck_damaged")
+        f = d / target
+        size = f.stat().st_size
+        if how == "truncate":
+            os.truncate(f, size // 2)
+        elif how == "zero":
+            f.write_bytes(b"\0" * size)
+        else:
+            f.unlink()
+        return ctx.python("ckpt_case.py", "load", str(d), "2", single=True, env={"H": str(hidden)})
+
+    return fn
+
+
+for _name, _args, _desc in [
+    (
+        "ckpt-load-truncated-model-states",
+        ("ck_ws1", 64, MODEL, "truncate"),
+        "model states file (21 KB) cut in half: OSError Errno 22 from PyTorchFileReader",
+    ),
+    (
+        "ckpt-load-truncated-optim-states",
+        ("ck_ws1", 64, OPTIM, "truncate"),
+        "optimizer states file cut in half: OSError Errno 22",
+    ),
+    (
+        "ckpt-load-truncated-model-states-big",
+        ("ck_ws1_big", 2048, MODEL, "truncate"),
+        "600 KB model states file cut in half: failed finding central directory",
+    ),
+    (
+        "ckpt-load-truncated-optim-states-big",
+        ("ck_ws1_big", 2048, OPTIM, "truncate"),
+        "1.8 MB optimizer states file cut in half: failed finding central directory",
+    ),
+    (
+        "ckpt-load-zero-filled-model-states",
+        ("ck_ws1", 64, MODEL, "zero"),
+        "model states file zero-filled at the right size: KeyError filename 'storages' not found",
+    ),
+    (
+        "ckpt-load-missing-optim-file",
+        ("ck_ws1", 64, OPTIM, "delete", "ck_missing_optim"),
+        "optimizer states shard deleted: FileNotFoundError",
+    ),
+]:
+    case(_name, "ckpt", f"load a damaged ws1 ZeRO-2 checkpoint: {_desc}")(_damaged(*_args))
+
+
+def _zero_to_fp32(ctx: Ctx, *, incomplete: bool, hf_hub: bool) -> Output:
+    src = ctx.ensure_checkpoint("ck_z2", nproc=2, stage=2)
+    d = ctx.copy_checkpoint(src, "ck_z2_incomplete" if incomplete or not hf_hub else "ck_z2_fp32")
+    if incomplete:
+        (d / "global_step2" / "zero_pp_rank_1_mp_rank_00_optim_states.pt").unlink()
+    out = ctx.fresh("fp32_out")
+    env = {"PYTHONPATH": ctx.hf_hub_path()} if hf_hub else {}
+    return ctx.run([ctx.py, str(d / "zero_to_fp32.py"), ".", str(out)], cwd=d, env=env)
+
+
+@case(
+    "ckpt-zero-to-fp32-incomplete",
+    "ckpt",
+    "zero_to_fp32.py on a ws2 ZeRO-2 folder missing one optimizer shard: ValueError",
+)
+def _(ctx: Ctx) -> Output:
+    return _zero_to_fp32(ctx, incomplete=True, hf_hub=True)
+
+
+@case(
+    "ckpt-zero-to-fp32-no-hf-hub",
+    "ckpt",
+    "zero_to_fp32.py (0.19.0) without huggingface_hub: ModuleNotFoundError by default",
+)
+def _(ctx: Ctx) -> Output:
+    return _zero_to_fp32(ctx, incomplete=False, hf_hub=False)
+
+
+@case(
+    "ckpt-zero-to-fp32-ok",
+    "ckpt",
+    "zero_to_fp32.py on a healthy ws2 ZeRO-2 folder",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    return _zero_to_fp32(ctx, incomplete=False, hf_hub=True)
+
+
+# --------------------------------------------------------------------------- launchers (2 ranks)
+
+
+@case(
+    "launcher-ds-raise-rank1",
+    "launcher",
+    "deepspeed launcher, 2 ranks: rank 1 raises, rank 0 gets a gloo error",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.deepspeed(2, "ckpt_case.py", "raise_rank1", str(ctx.work / "x"), "2")
+
+
+@case(
+    "launcher-ds-sigkill-rank1",
+    "launcher",
+    "deepspeed launcher, 2 ranks: rank 1 is SIGKILLed (rc -9)",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.deepspeed(2, "ckpt_case.py", "kill_rank1", str(ctx.work / "x"), "2")
+
+
+@case(
+    "launcher-ds-hang-rank1-gloo-timeout",
+    "launcher",
+    "deepspeed launcher, 2 ranks: rank 1 hangs, rank 0's barrier times out after 15 s (gloo)",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.deepspeed(
+        2,
+        "ckpt_case.py",
+        "hang_rank1",
+        str(ctx.work / "x"),
+        "2",
+        env={"DIST_TIMEOUT": "15"},
+        timeout=300,
+    )
+
+
+@case(
+    "launcher-torchrun-raise-rank1",
+    "launcher",
+    "torchrun, 2 ranks: rank 1 raises; ChildFailedError Root Cause",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "ckpt_case.py", "raise_rank1", str(ctx.work / "x"), "2")
+
+
+@case(
+    "launcher-torchrun-sigkill-rank1",
+    "launcher",
+    "torchrun, 2 ranks: rank 1 SIGKILLed; Root Cause exitcode -9",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "ckpt_case.py", "kill_rank1", str(ctx.work / "x"), "2")
+
+
+@case(
+    "launcher-torchrun-raise-rank1-with-record",
+    "launcher",
+    "torchrun, 2 ranks, @record on main(): Root Cause carries the error file and traceback",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "ckpt_case_record.py", "raise_rank1", str(ctx.work / "x"), "2")
+
+
+# --------------------------------------------------------------------------- new multi-rank failures
+
+
+@case(
+    "launcher-ds-4ranks-raise-rank2-mid-training",
+    "launcher",
+    "deepspeed launcher, 4 ranks, ZeRO-2: rank 2 raises at step 2 before backward; "
+    "ranks 0,1,3 block in the gradient collective until the launcher kills them",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.deepspeed(
+        4,
+        "train_case.py",
+        "--stage",
+        "2",
+        "--steps",
+        "4",
+        "--fail",
+        "raise",
+        "--fail-rank",
+        "2",
+        "--fail-step",
+        "2",
+        timeout=300,
+    )
+
+
+@case(
+    "launcher-torchrun-4ranks-sigkill-rank1-mid-training",
+    "launcher",
+    "torchrun, 4 ranks, ZeRO-2: rank 1 SIGKILLs itself at step 2 before backward; the others "
+    "block in a gloo collective; Root Cause names rank 1",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(
+        4,
+        "train_case.py",
+        "--stage",
+        "2",
+        "--steps",
+        "4",
+        "--fail",
+        "kill",
+        "--fail-rank",
+        "1",
+        "--fail-step",
+        "2",
+        timeout=300,
+    )
+
+
+@case(
+    "launcher-ds-each-rank-log-4ranks-raise-rank2",
+    "launcher",
+    "deepspeed --enable_each_rank_log DIR, 4 ranks: rank 2 raises at step 2; launcher output in the "
+    ".log, each rank's output in <case>/<timestamp>_rankN.log",
+)
+def _(ctx: Ctx) -> Output:
+    logdir = ctx.fresh("each_rank_log")
+    r = ctx.deepspeed(
+        4,
+        "train_case.py",
+        "--stage",
+        "2",
+        "--steps",
+        "4",
+        "--fail",
+        "raise",
+        "--fail-rank",
+        "2",
+        "--fail-step",
+        "2",
+        launcher_args=("--enable_each_rank_log", str(logdir)),
+        timeout=300,
+    )
+    r.extra_files = {p.name: p.read_text(errors="replace") for p in sorted(logdir.glob("*.log"))}
+    if len(r.extra_files) != 4:
+        raise Skip(f"expected 4 per-rank files in {logdir}, found {sorted(r.extra_files)}")
+    return r
+
+
+# --------------------------------------------------------------------------- disk full (root)
+
+
+@case(
+    "disk-engine-save-checkpoint-enospc",
+    "disk",
+    "engine.save_checkpoint into a full 16 MiB ext4: basic_ios::clear / unexpected pos",
+    needs=("root", "mount"),
+)
+def _(ctx: Ctx) -> Output:
+    with ctx.ext4(16, "-m", "0") as mnt:
+        return ctx.python("save_loop.py", str(mnt / "ckpt"), "100", single=True)
+
+
+@case(
+    "disk-engine-save-checkpoint-inode-exhaustion",
+    "disk",
+    "engine.save_checkpoint on ext4 with 64 inodes: ENOSPC while df -h shows room (df -i 100 %)",
+    needs=("root", "mount"),
+)
+def _(ctx: Ctx) -> Output:
+    with ctx.ext4(32, "-N", "64") as mnt:
+        return ctx.python("save_loop.py", str(mnt / "ckpt"), "100", "64", single=True)
+
+
+def _torch_save_full(mode: str):
+    def fn(ctx: Ctx) -> Output:
+        with ctx.ext4(8, "-m", "0") as mnt:
+            return ctx.python("torch_save_full.py", str(mnt), mode)
+
+    return fn
+
+
+for _mode, _desc in [
+    ("path", "by path: basic_ios::clear, then unexpected pos"),
+    ("fileobj", "to an open file object: OSError Errno 28"),
+    ("legacy", "legacy format: write(): fd N failed with No space left on device"),
+]:
+    case(
+        f"disk-torch-save-enospc-{_mode}",
+        "disk",
+        f"plain torch.save of 16 MiB into an 8 MiB ext4 {_desc}",
+        needs=("root", "mount"),
+    )(_torch_save_full(_mode))
+
+
+# --------------------------------------------------------------------------- FastFileWriter leak
+
+
+def _ffw(ctx: Ctx, d: Path | str, n: int, keep: int, mb: int, **kw) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    return ctx.python("ffw_leak.py", str(d), str(n), str(keep), str(mb), **kw)
+
+
+@case(
+    "ffw-fd-leak-rotation-v0.19.0",
+    "ffw",
+    "FastFileWriter + rotation on 0.19.0, plain folder: one deleted-but-open fd per save",
+    needs=("libaio",),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.fresh("plain/v190")
+    return _ffw(ctx, ctx.work / "plain/v190", 20, 2, 4)
+
+
+@case(
+    "ffw-fd-leak-rotation-v0.19.1-fixed",
+    "ffw",
+    "the same on 0.19.1: no deleted-but-open fds",
+    venv="0.19.1",
+    needs=("libaio",),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.fresh("plain/v191")
+    return _ffw(ctx, ctx.work / "plain/v191", 20, 2, 4)
+
+
+@case(
+    "ffw-rotation-full-disk-silent-corruption-v0.19.0",
+    "ffw",
+    "0.19.0 on a 64 MiB ext4: the disk fills, saves keep 'succeeding', checkpoints are zero-filled",
+    needs=("root", "mount", "libaio"),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.ext4(64) as mnt:
+        return _ffw(ctx, mnt / "ckpt", 30, 2, 4, env={"VERIFY": "1"})
+
+
+@case(
+    "ffw-rotation-small-disk-ok-v0.19.1",
+    "ffw",
+    "0.19.1 on the same 64 MiB ext4, 40 saves: no growth",
+    venv="0.19.1",
+    needs=("root", "mount", "libaio"),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.ext4(64) as mnt:
+        return _ffw(ctx, mnt / "ckpt", 40, 2, 4)
+
+
+@case(
+    "ffw-rotation-enospc-oserror28-v0.19.0",
+    "ffw",
+    "0.19.0 on a 16 MiB ext4 (-m 0), 2 MiB saves: OSError Errno 28 from _unaligned_drain",
+    needs=("root", "mount", "libaio"),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.ext4(16, "-b", "4096", "-m", "0") as mnt:
+        return _ffw(ctx, mnt / "ckpt", 3000, 2, 2, env={"QUIET": "1"})
+
+
+@case(
+    "ffw-rotation-enospc-same-disk-ok-v0.19.1",
+    "ffw",
+    "0.19.1 on the same 16 MiB ext4, 300 saves: no failure",
+    venv="0.19.1",
+    needs=("root", "mount", "libaio"),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.ext4(16, "-b", "4096", "-m", "0") as mnt:
+        return _ffw(ctx, mnt / "ckpt", 300, 2, 2, env={"QUIET": "1"})
+
+
+@case(
+    "ffw-rotation-tmpfs-enospc-v0.19.0",
+    "ffw",
+    "0.19.0 on a 16 MiB tmpfs: OSError Errno 28 after a few saves",
+    needs=("root", "mount", "libaio"),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.tmpfs(16) as mnt:
+        return _ffw(ctx, mnt / "ckpt", 3000, 2, 2, env={"QUIET": "1"})
+
+
+@case(
+    "ffw-rotation-tmpfs-ok-v0.19.1",
+    "ffw",
+    "0.19.1 on a 16 MiB tmpfs, 300 saves: no failure",
+    venv="0.19.1",
+    needs=("root", "mount", "libaio"),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.tmpfs(16) as mnt:
+        return _ffw(ctx, mnt / "ckpt", 300, 2, 2, env={"QUIET": "1"})
+
+
+@case(
+    "ffw-emfile-ulimit64-v0.19.0",
+    "ffw",
+    "0.19.0 under ulimit -n 64: OSError Errno 24 Too many open files",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.fresh("emfile190")
+    return _ffw(ctx, d, 100, 2, 1, env={"QUIET": "1"}, nofile=64)
+
+
+@case(
+    "ffw-emfile-ulimit64-ok-v0.19.1",
+    "ffw",
+    "0.19.1 under ulimit -n 64: 100 saves, no failure",
+    venv="0.19.1",
+    needs=("libaio",),
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.fresh("emfile191")
+    return _ffw(ctx, d, 100, 2, 1, env={"QUIET": "1"}, nofile=64)
+
+
+@case(
+    "ffw-direct-cpu-utilsbuilder-not-implemented",
+    "ffw",
+    "FastFileWriter on the CPU accelerator without the shim: UtilsBuilder not implemented on CPU",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io")
+    return ctx.python("ffw_no_shim.py")
+
+
+CROSS = {"CROSS_SIZE": "1", "CROSS_RANK": "0"}
+
+
+@case(
+    "ffw-engine-writer-keyerror-CROSS_SIZE",
+    "ffw",
+    "checkpoint.writer type fast without the deepspeed launcher: KeyError 'CROSS_SIZE'",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("engine_writer.py", str(ctx.fresh("eng_x")), "4", "2", single=True)
+
+
+@case(
+    "ffw-engine-writer-attributeerror-dp_rank",
+    "ffw",
+    "checkpoint.writer with data_parallel unset: 'UniversalParallelInfo' has no attribute 'dp_rank'",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python(
+        "engine_writer.py",
+        str(ctx.fresh("eng_x")),
+        "4",
+        "2",
+        single=True,
+        env={**CROSS, "DP_UNIT": "unset"},
+    )
+
+
+@case(
+    "ffw-engine-writer-pin-memory-cpu-only",
+    "ffw",
+    "checkpoint.writer on a CPU-only torch: pin_memory() 'Cannot access accelerator device'",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io")
+    return ctx.python("engine_writer.py", str(ctx.fresh("eng_x")), "4", "2", single=True, env=CROSS)
+
+
+@case(
+    "ffw-engine-writer-fd-leak-v0.19.0",
+    "ffw",
+    "engine FastPersist writer (CPU shims) on 0.19.0: 2 deleted-but-open fds per save",
+    needs=("libaio",),
+    expect_rc="any",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    return ctx.python(
+        "engine_writer.py",
+        str(ctx.fresh("eng_ckpt")),
+        "6",
+        "2",
+        "--cpu-shim",
+        single=True,
+        env=CROSS,
+    )
+
+
+@case(
+    "ffw-engine-writer-full-disk-v0.19.0",
+    "ffw",
+    "engine FastPersist writer on 0.19.0, 64 MiB ext4: df 100 % while du is tiny, no exception",
+    needs=("root", "mount", "libaio"),
+    expect_rc="any",
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.ext4(64) as mnt:
+        return ctx.python(
+            "engine_writer.py", str(mnt / "ckpt"), "12", "2", "--cpu-shim", single=True, env=CROSS
+        )
+
+
+@case(
+    "ffw-engine-writer-v0.19.1-load-assert",
+    "ffw",
+    "engine FastPersist writer on 0.19.1: no leak; load_checkpoint of its files: bare AssertionError",
+    venv="0.19.1",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    return ctx.python(
+        "engine_writer.py", str(ctx.fresh("eng191")), "4", "2", "--cpu-shim", single=True, env=CROSS
+    )
+
+
+@case(
+    "ffw-launcher-2ranks-tmpfs-enospc-v0.19.0",
+    "ffw",
+    "engine FastPersist writer (CPU shims) under the deepspeed launcher, 2 ranks, ZeRO-1, 24 MiB "
+    "tmpfs with rotation on 0.19.0: leaked fds fill it, a save fails with ENOSPC",
+    needs=("root", "mount", "libaio"),
+)
+def _(ctx: Ctx) -> Output:
+    ctx.ensure_ops("async_io", "utils")
+    with ctx.tmpfs(24) as mnt:
+        return ctx.deepspeed(
+            2, "engine_writer.py", str(mnt / "ckpt"), "40", "2", "--cpu-shim", timeout=400
+        )
+
+
+# --------------------------------------------------------------------------- healthy runs
+
+
+def _healthy_train(nproc: int, launcher: str, *extra: str):
+    def fn(ctx: Ctx) -> Output:
+        args = ["--verbose", *extra]
+        if "--save" in extra:
+            i = args.index("--save")
+            args[i + 1] = str(ctx.fresh(args[i + 1]))
+        if launcher == "deepspeed":
+            return ctx.deepspeed(nproc, "train_case.py", *args, timeout=400)
+        if launcher == "torchrun":
+            return ctx.torchrun(nproc, "train_case.py", *args, timeout=400)
+        return ctx.python("train_case.py", *args, single=True, timeout=400)
+
+    return fn
+
+
+for _name, _n, _launcher, _extra, _desc in [
+    (
+        "healthy-ds-launcher-zero0-2ranks",
+        2,
+        "deepspeed",
+        ("--stage", "0", "--steps", "4"),
+        "deepspeed launcher, 2 ranks, ZeRO-0, 4 steps, steps_per_print=1 and timers",
+    ),
+    (
+        "healthy-ds-launcher-zero1-2ranks",
+        2,
+        "deepspeed",
+        ("--stage", "1", "--steps", "4"),
+        "deepspeed launcher, 2 ranks, ZeRO-1, 4 steps",
+    ),
+    (
+        "healthy-ds-launcher-zero2-2ranks-ckpt-save-load",
+        2,
+        "deepspeed",
+        ("--stage", "2", "--steps", "3", "--save", "hk_z2", "--load"),
+        "deepspeed launcher, 2 ranks, ZeRO-2: train, save_checkpoint, load_checkpoint, train on",
+    ),
+    (
+        "healthy-ds-launcher-zero3-2ranks-ckpt-save-load",
+        2,
+        "deepspeed",
+        ("--stage", "3", "--steps", "3", "--save", "hk_z3", "--load"),
+        "deepspeed launcher, 2 ranks, ZeRO-3: train, save, load, train on",
+    ),
+    (
+        "healthy-torchrun-zero2-4ranks-ckpt-save-load",
+        4,
+        "torchrun",
+        ("--stage", "2", "--steps", "3", "--save", "hk_tr", "--load"),
+        "torchrun, 4 ranks, ZeRO-2: train, save, load, train on",
+    ),
+    (
+        "healthy-single-zero1-dump-state",
+        1,
+        "python",
+        ("--stage", "1", "--steps", "3", "--dump-state"),
+        "one process (RANK/WORLD_SIZE env), ZeRO-1 with dump_state: the full config printout",
+    ),
+]:
+    case(_name, "healthy", _desc, healthy=True, expect_rc="zero")(
+        _healthy_train(_n, _launcher, *_extra)
+    )
+
+
+@case(
+    "healthy-ds-report",
+    "healthy",
+    "ds_report on this machine (CPU accelerator; async_io compatible)",
+    healthy=True,
+    expect_rc="zero",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    if not has_libaio_dev():
+        raise Skip("needs libaio-dev installed (otherwise ds_report prints libaio warnings)")
+    return ctx.run([ctx.bin("ds_report")])
+
+
+@case(
+    "healthy-ffw-rotation-v0.19.1",
+    "healthy",
+    "FastFileWriter with rotation on the fixed 0.19.1: 20 saves, 0 deleted-but-open fds",
+    venv="0.19.1",
+    healthy=True,
+    expect_rc="zero",
+    needs=("libaio",),
+)
+def _(ctx: Ctx) -> Output:
+    d = ctx.fresh("plain/healthy191")
+    return _ffw(ctx, d, 20, 2, 4)
