@@ -375,10 +375,12 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     add(fence(entry.verify.command, "bash") + "\n")
     add(prose(entry.verify.expected) + "\n")
 
-    # Look-alikes
+    # Look-alikes: not indexed for search. A tell quotes the other entry's error on purpose
+    # ("an explicit Errno 28 means ..."), which would rank this page for that entry's queries.
     add("## Look-alikes { #look-alikes }\n")
     if entry.look_alikes:
         add("Same surface error, different cause. The tell:\n")
+        add('<div class="dx-lookalikes" data-search-exclude markdown>\n')
         for la in entry.look_alikes:
             if la.id in ids:
                 other = kb.get(la.id)
@@ -386,7 +388,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
             else:  # pragma: no cover - the loader rejects unknown ids
                 link = code_span(la.id)
             add(f"- {link}: {inline(la.tell)}")
-        add("")
+        add("\n</div>\n")
     else:
         add("No known look-alikes.\n")
 
