@@ -19,6 +19,8 @@ _VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = (
         " ",
     ),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), " "),  # bare clock times
+    # A zero-sized shape is the mark of a ZeRO-3 partitioned placeholder, not a volatile count.
+    (re.compile(r"\bSize\(\[0\]\)"), " Size zerosize "),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), " hexaddr "),
     (re.compile(r"\b[0-9a-f]{12,}\b"), " hexid "),  # git hashes, uuids without dashes
     (re.compile(r"\[(?:default|rank|Rank )\d+\]:?"), " "),  # launcher rank prefixes

@@ -27,23 +27,32 @@ class Probe:
     target above them, so the target only has to be within the first len(also_matching)+1."""
 
 
-def vary(line: str) -> str:
+def vary(line: str, keep_matching: re.Pattern[str] | None = None) -> str:
     """Change what differs between two instances of a failure (counts, sizes, ranks, PIDs,
-    paths, addresses); keep what identifies it (errno, Xid and exit-code numbers)."""
+    paths, addresses); keep what identifies it: errno, Xid and exit-code numbers, and any
+    number the signal `keep_matching` needs to still match (e.g. the 0 of `torch.Size([0])`)."""
     from .errortext import _KEEP_NUMBER_AFTER
 
-    line = _DIR.sub("/scratch/other/run-q/", line)
-    keep = [m.span(2) for m in _KEEP_NUMBER_AFTER.finditer(line)]
+    def still_ok(candidate: str) -> bool:
+        return keep_matching is None or bool(keep_matching.search(candidate))
 
-    def swap(m: re.Match[str]) -> str:
+    varied = _DIR.sub("/scratch/other/run-q/", line)
+    if not still_ok(varied):
+        varied = line
+    keep = [m.span(2) for m in _KEEP_NUMBER_AFTER.finditer(varied)]
+    # Replace token by token, right to left so earlier offsets stay valid.
+    for m in reversed(list(_TOKEN.finditer(varied))):
         text = m.group(0)
         if text.startswith("0x"):
-            return "0x7ffd1234abcd"
-        if any(a <= m.start() < b for a, b in keep):
-            return text
-        return str(int(text) + 7).zfill(len(text))
-
-    return _TOKEN.sub(swap, line)
+            new = "0x7ffd1234abcd"
+        elif any(a <= m.start() < b for a, b in keep):
+            continue
+        else:
+            new = str(int(text) + 7).zfill(len(text))
+        candidate = varied[: m.start()] + new + varied[m.end() :]
+        if still_ok(candidate):
+            varied = candidate
+    return varied
 
 
 def probes(kb: KnowledgeBase) -> Iterator[Probe]:
@@ -65,7 +74,7 @@ def probes(kb: KnowledgeBase) -> Iterator[Probe]:
                     if line in seen or not rx.search(line):
                         continue
                     seen.add(line)
-                    variant = vary(line.strip())
+                    variant = vary(line.strip(), rx)
                     others = frozenset(
                         other
                         for other, sigs in compiled.items()

@@ -24,6 +24,9 @@ from .model import Entry, KnowledgeBase
 
 INDEX_FORMAT = "denpex-index/1"
 MARKER = "denpex-index.json"
+PHRASE_LINES = 12
+PHRASE_SLOP = 3
+PHRASE_BOOST = 4.0
 
 
 @dataclass(frozen=True)
@@ -209,9 +212,15 @@ class TextIndex:
         qterms = errortext.terms(text)[:80]
         if not qterms:
             return []
-        clauses = [
+        clauses: list[object] = [
             Q.Term(f, t) for t in qterms for f in ("title", "summary", "errors", "tags", "body")
         ]
+        # An entry that quotes the pasted line itself (same words in the same order, volatile
+        # parts aside) beats one that merely shares its words.
+        for line in text.splitlines()[:PHRASE_LINES]:
+            words = [t for t, _, _ in errortext.tokens(line) if not any(c.isdigit() for c in t)]
+            if len(words) >= 3:
+                clauses.append(Q.Phrase("errors", words[:24], slop=PHRASE_SLOP, boost=PHRASE_BOOST))
         with self._ix.searcher(weighting=scoring.BM25F()) as s:
             results = s.search(Q.Or(clauses), limit=limit)
             hits = []
