@@ -138,7 +138,7 @@ def main() -> None:
 
         scanners.insert(0, "hyperscan")
     except ImportError:
-        print("hyperscan: not installed (pip install 'denpex-kb[fast]'); measuring re2 only")
+        print("hyperscan: not installed (no wheel for this platform); measuring re2 only")
     for sc in scanners:
         senv = dict(env, DENPEX_KB_SCANNER=sc)
         timed(CLI + ["match", *kb, "--format", "json", str(small)], env=senv)  # warm caches

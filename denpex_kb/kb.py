@@ -344,6 +344,7 @@ def _build_entry(data: dict[str, Any], rel: str, root: Path) -> m.Entry:
             none=tup(rule.get("none", [])),
             versions=tup(m.VersionCondition(**v) for v in rule.get("versions", [])),
             window_lines=rule.get("window_lines"),
+            fatal=bool(rule.get("fatal", True)),
         ),
         examples=tup(examples),
         not_the_cause=tup(m.NotTheCause(**n) for n in data.get("not_the_cause", [])),

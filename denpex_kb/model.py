@@ -84,6 +84,7 @@ class MatchRule:
     none: tuple[str, ...] = ()
     versions: tuple[VersionCondition, ...] = ()
     window_lines: int | None = None
+    fatal: bool = True
 
 
 @dataclass(frozen=True)

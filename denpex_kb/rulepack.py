@@ -318,8 +318,9 @@ def globals_section() -> dict[str, Any]:
 
 
 def page_path(entry: m.Entry) -> str:
-    """Hub page of an entry, relative to the site root (directory URL)."""
-    return f"{entry.phase}/{entry.id}/"
+    """Hub page of an entry, relative to the site root (the hub is built without directory
+    URLs so that it works from file://; equals denpex_kb.site.page_url)."""
+    return f"entries/{entry.id}.html"
 
 
 def _entry_rule(e: m.Entry) -> dict[str, Any]:
@@ -352,6 +353,7 @@ def _entry_rule(e: m.Entry) -> dict[str, Any]:
             "any": list(rule.any),
             "none": list(rule.none),
             "window_lines": rule.window_lines,
+            "fatal": rule.fatal,
             "versions": [{"package": v.package, "specifier": v.specifier} for v in rule.versions],
         },
     }

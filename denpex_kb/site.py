@@ -477,6 +477,11 @@ def _match_rule_text(entry: Entry) -> str:
     text = parts[0] + " " + "; ".join(parts[1:])
     if r.window_lines:
         text += f", within {r.window_lines} lines of one another"
+    if not r.fatal:
+        text += (
+            " (not fatal: a warning or silent degradation; never preferred as the root cause"
+            " over a fatal failure in the same log)"
+        )
     text += "."
     if r.none:
         text += " Vetoed by " + ", ".join(code_span(s) for s in r.none) + "."

@@ -282,3 +282,23 @@ def test_cli_match_exit_codes_and_formats(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no such file" in res.stderr
     res = r.invoke(main, ["match", "--kb", str(FIXTURE), "-"], input="Disk quota exceeded\n")
     assert res.exit_code == 0 and "fixture-quota" in res.stdout
+
+
+def test_a_warning_before_a_crash_is_not_blamed_for_it(engine: Engine, kb) -> None:  # noqa: ANN001
+    # A start-up warning (fatal: false) and a later CUDA OOM on another rank: the OOM is the
+    # root cause even though the warning comes first; alone, the warning is still reported.
+    assert not kb.get("load-checkpoint-no-latest-file").match.fatal
+    warning = (
+        "[rank0]:[2026-11-29 10:00:01,000] [WARNING] [engine.py:3132:load_checkpoint] Unable to find "
+        "latest file at /ckpt/latest, if trying to load latest checkpoint please ensure this file "
+        "exists or pass an explicit checkpoint tag when loading a checkpoint.\n"
+    )
+    oom = (
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 "
+        "has a total capacity of 79.19 GiB of which 4.75 MiB is free.\n"
+    )
+    both = engine.analyse_bytes((warning + oom).encode(), name="run.log")
+    assert both["root_cause"]["id"] == "cuda-oom-during-step"
+    assert both["initiating_rank"] == 3
+    alone = engine.analyse_bytes(warning.encode(), name="run.log")
+    assert alone["root_cause"]["id"] == "load-checkpoint-no-latest-file"

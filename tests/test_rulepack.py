@@ -234,3 +234,12 @@ def test_export_of_invalid_kb_is_one_clean_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_pack_page_is_the_hub_page() -> None:
+    from denpex_kb import site
+    from denpex_kb.kb import load_kb
+
+    kb = load_kb(Path(__file__).parent / "fixtures" / "kb")
+    for e in kb.entries:
+        assert rp.page_path(e) == site.page_url(e.id)

@@ -149,7 +149,10 @@ def explain(
     threshold = scoring["threshold"] / scoring["scale"]
     roots = [c for c in candidates if c.role == "root-cause"]
     confident = [c for c in roots if not c.shadowed_by and c.confidence >= threshold]
-    root = _earliest(confident)
+    # A warning (a skipped resume at start-up, a shrinking loss scale) printed before a crash
+    # must not be blamed for it: non-fatal entries are the root cause only when nothing fatal is.
+    root = _earliest([c for c in confident if c.entry["match"].get("fatal", True)])
+    root = root or _earliest(confident)
     notes: list[str] = []
     collateral = [c for c in candidates if c.role == "collateral"]
     _earliest(collateral)
