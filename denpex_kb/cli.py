@@ -308,10 +308,11 @@ def export_rules(kb_dir: Path | None, output: Path | None, vectors: Path | None)
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("dist"),
     show_default=True,
-    help="Where to write the rule pack and its conformance vectors.",
+    help="Where to write the rule pack, its conformance vectors and the text index.",
 )
 def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
-    """Build everything from the knowledge base: rule pack and vectors (dist/), docs hub (site/).
+    """Build everything from the knowledge base: rule pack, conformance vectors and text index
+    (dist/), docs hub (site/).
 
     The hub is the same site `mkdocs build` makes from mkdocs.yml; open site/index.html from
     disk, it works offline.
