@@ -364,6 +364,13 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
     )
 
 
+def _built_hub_url() -> str | None:
+    """file:// URL of the docs hub built next to the bundled knowledge base, if there is one
+    (found without importing the loader: `match` must start fast)."""
+    site_dir = Path(__file__).resolve().parent.parent / "site"
+    return site_dir.resolve().as_uri() + "/" if (site_dir / "index.html").is_file() else None
+
+
 @main.command("match")
 @click.argument("paths", nargs=-1)
 @_kb_option
@@ -417,7 +424,7 @@ def match_cmd(
         from .engine import render_text
 
         use_color = sys.stdout.isatty() if color is None else color
-        click.echo(render_text(report, color=use_color), nl=False)
+        click.echo(render_text(report, color=use_color, hub=_built_hub_url()), nl=False)
     sys.exit(0 if report["verdict"] == "match" else 1)
 
 

@@ -300,7 +300,10 @@ def _where(ev: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def render_text(report: dict[str, Any], color: bool = False) -> str:
+def render_text(report: dict[str, Any], color: bool = False, hub: str | None = None) -> str:
+    """The report for a terminal. `hub`: base URL of a built docs hub (e.g. file:///.../site/)
+    to turn the entry's page path into a link that opens."""
+
     def c(s: str, code: str) -> str:
         return f"\x1b[{code}m{s}\x1b[0m" if color else s
 
@@ -308,7 +311,8 @@ def render_text(report: dict[str, Any], color: bool = False) -> str:
     rc = report["root_cause"]
     if rc:
         out.append(c("ROOT CAUSE", "1;31") + f"  {rc['title']}")
-        out.append(f"  entry: {rc['id']}   confidence: {rc['confidence']:.2f}   page: {rc['url']}")
+        page = (hub or "") + rc["url"]
+        out.append(f"  entry: {rc['id']}   confidence: {rc['confidence']:.2f}   page: {page}")
     else:
         out.append(c("NO CONFIDENT MATCH", "1;33"))
     if report["initiating_rank"] is not None:
