@@ -98,7 +98,7 @@ class Ctx:
         self.ext_dir = state / f"ext-ds{self.version}"
         self.work = state / "work"
         self.tmp = self.work / "tmp"
-        self.mnt = self.work / "mnt"
+        self.mnt = self.work / "mnt" / case.name  # per case: cases may run side by side
         self.steps: list[Step] = []
         self.subs: list[tuple[str, str]] = []  # extra (path, placeholder) pairs
         if not (self.venv / "bin" / "python").exists():
@@ -233,9 +233,9 @@ class Ctx:
         )
         return Output(out.decode("utf-8", errors="replace"), proc.returncode)
 
-    def sh(self, *argv: str | Path) -> None:
+    def sh(self, *argv: str | Path, timeout: float = 600) -> None:
         """A setup command whose output is not part of the log; it must succeed."""
-        r = self.run([str(a) for a in argv], log=False)
+        r = self.run([str(a) for a in argv], log=False, timeout=timeout)
         if r.rc != 0:
             raise CaseFailed(f"setup command failed ({r.rc}): {' '.join(map(str, argv))}\n{r.text}")
 
@@ -278,7 +278,7 @@ class Ctx:
             )
         self._umount()
         self.mnt.mkdir(parents=True, exist_ok=True)
-        img = self.work / "fs.img"
+        img = self.work / "mnt" / f"{self.case.name}.img"
         if kind == "ext4":
             img.unlink(missing_ok=True)
             self.sh("truncate", "-s", f"{size_mb}M", img)
@@ -310,6 +310,8 @@ class Ctx:
         if "async_io" in ops and not has_libaio_dev():
             raise Skip("needs libaio-dev (apt-get install -y libaio-dev) for the async_io op")
         missing = [op for op in ops if not list(self.ext_dir.glob(f"{op}/*.so"))]
+        for op in missing:
+            self._clear_stale_lock(self.ext_dir / op)
         if missing:
             print(
                 f"    preparing: JIT-building {', '.join(missing)} for deepspeed {self.version} "
@@ -321,7 +323,21 @@ class Ctx:
                 "utils": "from deepspeed.ops.op_builder.utils import UtilsBuilder as B",
             }
             for op in missing:
-                self.sh(self.py, "-c", f"{loaders[op]}; B().load(verbose=False)")
+                self.sh(self.py, "-c", f"{loaders[op]}; B().load(verbose=False)", timeout=3600)
+
+    @staticmethod
+    def _clear_stale_lock(build_dir: Path) -> None:
+        """torch's JIT waits forever on the `lock` file of a build that was killed: remove it
+        when no process is working in that folder."""
+        lock = build_dir / "lock"
+        if not lock.exists():
+            return
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if proc.name.isdigit() and Path(os.readlink(proc / "cwd")) == build_dir:
+                    return  # a ninja build is running there
+        print(f"    removing the stale JIT lock {lock}", file=sys.stderr)
+        lock.unlink(missing_ok=True)
 
     def ensure_checkpoint(self, name: str, *, nproc: int, stage: int, hidden: int = 64) -> Path:
         """A ZeRO checkpoint (tag global_step2) saved once by ckpt_case.py, reused by load cases."""
@@ -418,6 +434,8 @@ _VOLATILE = [
     (r"fs_used=\d+MiB", "fs_used=<n>MiB"),
     (r"^/dev/vda .*$", "<host disk>"),
     (r"eta \d+:\d+:\d+", "eta <t>"),
+    (r"<pip-tmp>/(\w+?)_[0-9a-f]{32}", r"<pip-tmp>/\1_<hash>"),
+    (r"\[\.\.\. \d+ lines of", "[... N lines of"),  # our own elision marker
     (r"[\d.]+/[\d.]+ [kMG]?B [\d.]+ [kMG]?B/s", "<progress>"),
     (r"total \d+(\.\d+)?s?", "total <n>"),
 ]

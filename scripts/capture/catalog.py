@@ -177,9 +177,10 @@ def _(ctx: Ctx) -> Output:
     venv = ctx.work / "venv-build-torch"
     ctx.subs.append((str(venv), "<venv-build>"))
     _pip_subs(ctx)
-    if not (venv / "bin" / "torchrun").exists():
+    if not (venv / "lib" / "python3.11" / "site-packages" / "wheel").exists():
+        # torch, setuptools and wheel present: pip takes the legacy, non-isolated setup.py path
         ctx.sh("python3", "-m", "venv", venv)
-        ctx.sh(venv / "bin" / "pip", "install", "-q", "torch==2.13.0")
+        ctx.sh(venv / "bin" / "pip", "install", "-q", "torch==2.13.0", "setuptools", "wheel")
     cxx = "/usr/local/bin/g++-missing"
     r = ctx.run(
         [
@@ -194,7 +195,7 @@ def _(ctx: Ctx) -> Output:
     )
     r.text = trim_middle(
         _local_index(r.text),
-        10,
+        12,
         40,
         "setuptools build_py 'copying ...' and package-discovery warnings",
     )

@@ -121,6 +121,9 @@ def main() -> int:
     if saves <= args.keep + 1:
         p.error(f"--saves must exceed --keep + 1 to see rotation ({saves} <= {args.keep + 1})")
 
+    # torch's JIT runs the first `ninja` on PATH: use this environment's (as an activated venv
+    # would), so that the op is not rebuilt by a different ninja version than the one that built it
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     try:
         import deepspeed
         import deepspeed.io.fast_file_writer as ffw_mod
@@ -186,12 +189,13 @@ def main() -> int:
                 w = FastFileWriter(file_path=path, config=cfg)
                 torch.save({"step": i, "w": torch.full((mb << 18,), float(i))}, f=w)
                 w.close()
-                del w
+                w = None
             except OSError as e:
                 if e.errno != errno.ENOSPC:
                     raise
                 enospc_at = i
                 print(f"save {i}: OSError: [Errno {e.errno}] {e.strerror}", flush=True)
+                w = None  # the failed writer's __del__ complains now, not after the verdict
                 break
             if i - args.keep >= 0:
                 os.unlink(os.path.join(d, f"ckpt_{i - args.keep:04d}.pt"))

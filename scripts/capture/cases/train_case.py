@@ -7,7 +7,7 @@ usage (under the deepspeed launcher or torchrun, or one process with RANK/WORLD_
              more step
 --fail       at step K, rank R raises ValueError / SIGKILLs itself / sleeps, *before* its
              backward pass, so the other ranks block in ZeRO's gradient collective
---verbose    DeepSpeed prints every step (steps_per_print=1) and its timers
+--verbose    DeepSpeed logs at INFO and prints every step (steps_per_print=1) and its timers
 """
 
 import argparse
@@ -32,6 +32,11 @@ p.add_argument("--fail-rank", type=int, default=1)
 p.add_argument("--fail-step", type=int, default=2)
 args = p.parse_args()
 
+if args.verbose:
+    # worker processes log at WARNING by default; the launcher's --log_level applies to itself
+    from deepspeed.utils import set_log_level_from_string
+
+    set_log_level_from_string("info")
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
 cfg = {
