@@ -274,7 +274,7 @@ class Ctx:
     def _mounted(self, kind: str, size_mb: int, mkfs: tuple[str, ...] = ()) -> Iterator[Path]:
         if not is_root():
             raise Skip(
-                f"needs root to mount a {size_mb} MiB {kind} (run as root, or skip this case)"
+                f"needs root to mount a {kind} of {size_mb} MiB (run as root, or skip this case)"
             )
         self._umount()
         self.mnt.mkdir(parents=True, exist_ok=True)
