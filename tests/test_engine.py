@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -302,3 +303,26 @@ def test_a_warning_before_a_crash_is_not_blamed_for_it(engine: Engine, kb) -> No
     assert both["initiating_rank"] == 3
     alone = engine.analyse_bytes(warning.encode(), name="run.log")
     assert alone["root_cause"]["id"] == "load-checkpoint-no-latest-file"
+
+
+def test_window_lines_count_the_lines_of_one_rank(tmp_path: Path) -> None:
+    """window_lines is measured in the lines of the rank, not of the interleaved file."""
+    kb_dir = tmp_path / "kb"
+    shutil.copytree(FIXTURE, kb_dir)
+    entry = kb_dir / "checkpoint" / "fixture-disk-full.yaml"
+    text = entry.read_text().replace(
+        "  all: [enospc]\n  none: [edquot]\n", "  all: [enospc, edquot]\n  window_lines: 3\n"
+    )
+    entry.write_text(text)
+
+    eng = Engine(rp.build_pack(load_kb(kb_dir)))
+    other = "".join(f"[rank1]: step {i}\n" for i in range(6))
+    near = "[rank0]: No space left on device\n" + other + "[rank0]: Disk quota exceeded\n"
+    far = (
+        "[rank0]: No space left on device\n"
+        + other.replace("rank1", "rank0")
+        + "[rank0]: Disk quota exceeded\n"
+    )
+    ids = lambda rep: [c["id"] for c in rep["candidates"]]  # noqa: E731
+    assert "fixture-disk-full" in ids(eng.analyse_bytes(near.encode()))
+    assert "fixture-disk-full" not in ids(eng.analyse_bytes(far.encode()))

@@ -68,6 +68,9 @@ class Engine:
         self.scoring = g["scoring"]
         self.sig_index: dict[tuple[int, str], int] = {}
         self.sig_entry: dict[int, set[str]] = defaultdict(set)
+        # Signals of rules with a per-rank window: only their hit lines need the rank's own line
+        # count, which costs a bytes.count per tracked prefix per block, so track no more.
+        self.window_signals: set[int] = set()
         sig_patterns: list[tuple[str, bool]] = []
         for ei, e in enumerate(self.entries):
             for s in e["signals"]:
@@ -77,6 +80,8 @@ class Engine:
                 rule = e["match"]
                 if s["id"] in rule["all"] or s["id"] in rule["any"]:
                     self.sig_entry[gi].add(e["id"])
+                if rule["window_lines"] and rule["scope"] == "rank":
+                    self.window_signals.add(gi)
         self.sigset = None
         if sig_patterns:
             opts = re2.Options()
@@ -212,7 +217,7 @@ class Engine:
                         if ts is not None:
                             break
                 rank_line: int | None = cnt
-                if a.prefix and rank is not None:
+                if a.prefix and rank is not None and not self.window_signals.isdisjoint(sigs):
                     lit = a.prefix.rstrip().encode("utf-8", "replace")
                     if raw.startswith(lit):
                         rank_line = rank_lines.index(lit, block, lo, st)
