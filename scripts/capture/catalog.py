@@ -7,10 +7,24 @@ command for the .meta.json sidecar) and returns the output that becomes the log.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
-from capture import Ctx, Output, Skip, case, has_libaio_dev, trim_middle
+from capture import (
+    CaseFailed,
+    Ctx,
+    Output,
+    Skip,
+    case,
+    free_port,
+    has_libaio_dev,
+    trim_middle,
+)
 
 # --------------------------------------------------------------------------- ops (run first:
 # the timing case measures the async_io build, which every FastFileWriter case then reuses)
@@ -927,3 +941,423 @@ def _(ctx: Ctx) -> Output:
 def _(ctx: Ctx) -> Output:
     d = ctx.fresh("plain/healthy191")
     return _ffw(ctx, d, 20, 2, 4)
+
+
+# --------------------------------------------------------------------------- launcher set-up errors
+# Folded in from the former build_launch_cases.sh and gap_cases.sh. These cases keep the fixed
+# ports of the original run: entries quote lines that carry them (`port: 29633`,
+# `(127.0.0.1, 29655)`, `--master_port 29713`). They call the launcher with the absolute path
+# of the case script, so the logs show `<scripts>/...` as the original ones do.
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def _need_port(port: int) -> None:
+    if not _port_free(port):
+        raise Skip(f"port {port} is in use here; the log and the entries quoting it need that port")
+
+
+def _hostfiles(ctx: Ctx) -> Path:
+    """A work folder holding the two hostfiles; the launcher is run from it (relative names)."""
+    d = ctx.fresh("launch")
+    (d / "hostfile-bad").write_text("worker-0 slots=2\nworker-1 2\n")
+    (d / "hostfile-unreachable").write_text(
+        "worker-unreachable-0 slots=2\nworker-unreachable-1 slots=2\n"
+    )
+    return d
+
+
+@case(
+    "launcher-ds-unrecognized-local-rank",
+    "launcher",
+    "deepspeed launcher, 2 ranks, a script whose argparse rejects the --local_rank=N it appends",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29611)
+    argv = [ctx.bin("deepspeed"), "--num_gpus", "2", "--master_port", "29611"]
+    argv += [ctx.script("launch_argparse_strict.py"), "--epochs", "1"]
+    return ctx.run(argv, cwd=ctx.fresh("launch"), timeout=300)
+
+
+@case(
+    "launcher-torch-distributed-launch-unrecognized-local-rank",
+    "launcher",
+    "python -m torch.distributed.launch, 2 ranks: the script's argparse rejects --local-rank=N",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29677)
+    argv = [ctx.py, "-m", "torch.distributed.launch", "--nproc_per_node", "2"]
+    argv += ["--master_port", "29677", ctx.script("launch_argparse_strict.py")]
+    return ctx.run(argv, cwd=ctx.fresh("launch"), timeout=300)
+
+
+@case(
+    "launcher-ds-hostfile-bad-entry",
+    "launcher",
+    "deepspeed --hostfile with a line without slots=: ValueError bad entry",
+)
+def _(ctx: Ctx) -> Output:
+    d = _hostfiles(ctx)
+    argv = [
+        ctx.bin("deepspeed"),
+        "--hostfile",
+        "hostfile-bad",
+        ctx.script("launch_argparse_strict.py"),
+    ]
+    return ctx.run(argv, cwd=d)
+
+
+@case(
+    "launcher-ds-hostfile-ssh-unreachable",
+    "launcher",
+    "deepspeed --hostfile naming hosts that do not resolve: the ssh check fails (RuntimeError)",
+    needs=("ssh",),
+)
+def _(ctx: Ctx) -> Output:
+    if not shutil.which("ssh"):
+        raise Skip("needs the ssh client (the launcher's reachability check runs ssh)")
+    d = _hostfiles(ctx)
+    argv = [ctx.bin("deepspeed"), "--hostfile", "hostfile-unreachable"]
+    return ctx.run([*argv, ctx.script("launch_argparse_strict.py")], cwd=d, timeout=300)
+
+
+@case(
+    "launcher-ds-pdsh-not-installed",
+    "launcher",
+    "deepspeed with a 2-node hostfile and --no_ssh_check, pdsh absent: launcher 'pdsh' not installed",
+    needs=("no-pdsh",),
+)
+def _(ctx: Ctx) -> Output:
+    if shutil.which("pdsh"):
+        raise Skip("needs pdsh absent (the case shows the launcher without it)")
+    d = _hostfiles(ctx)
+    argv = [ctx.bin("deepspeed"), "--hostfile", "hostfile-unreachable", "--no_ssh_check"]
+    argv += ["--master_addr", "10.0.0.1", ctx.script("launch_argparse_strict.py")]
+    return ctx.run(argv, cwd=d)
+
+
+@case(
+    "launcher-ds-no-gpu-resources",
+    "launcher",
+    "DS_ACCELERATOR=cuda deepspeed on a node where torch sees no GPU: no GPU resources available",
+)
+def _(ctx: Ctx) -> Output:
+    argv = [ctx.bin("deepspeed"), ctx.script("launch_argparse_strict.py")]
+    return ctx.run(argv, cwd=ctx.fresh("launch"), env={"DS_ACCELERATOR": "cuda"})
+
+
+@contextlib.contextmanager
+def _hold_port(port: int) -> Iterator[None]:
+    """Keep the port bound and listening for the whole run (the driver holds the socket)."""
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError as e:
+        s.close()
+        raise Skip(f"port {port} is already taken here ({e}); the entries quote port {port}") from e
+    s.listen()
+    try:
+        yield
+    finally:
+        s.close()
+
+
+@case(
+    "launcher-ds-master-port-in-use",
+    "launcher",
+    "deepspeed launcher, 2 ranks, --master_port 29633 held by another socket for the whole run: "
+    "rank 0's TCPStore server fails with EADDRINUSE",
+)
+def _(ctx: Ctx) -> Output:
+    with _hold_port(29633):
+        argv = [ctx.bin("deepspeed"), "--num_gpus", "2", "--master_port", "29633"]
+        argv.append(ctx.script("launch_init_dist.py"))
+        return ctx.run(argv, cwd=ctx.fresh("launch"), timeout=300)
+
+
+@case(
+    "launcher-torchrun-master-port-in-use",
+    "launcher",
+    "torchrun, 2 ranks, --master_port 29633 held by another socket for the whole run: the agent's "
+    "TCPStore fails with EADDRINUSE",
+)
+def _(ctx: Ctx) -> Output:
+    with _hold_port(29633):
+        argv = [ctx.bin("torchrun"), "--nproc_per_node", "2", "--master_port", "29633"]
+        argv.append(ctx.script("launch_init_dist.py"))
+        return ctx.run(argv, cwd=ctx.fresh("launch"), timeout=300)
+
+
+@case(
+    "rendezvous-tcpstore-connect-timeout",
+    "launcher",
+    "RANK=1 of 2 with nobody listening on MASTER_PORT 29655, 10 s timeout: TCPStore client "
+    "connect timeout (DistNetworkError)",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29655)
+    env = {
+        "RANK": "1",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29655",
+        "DIST_TIMEOUT": "10",
+    }
+    return ctx.python("launch_init_dist.py", env=env, cwd=ctx.fresh("launch"), timeout=300)
+
+
+@case(
+    "launcher-ds-hostfile-not-found",
+    "launcher",
+    "bash -x job script: deepspeed --hostfile=FILE that does not exist; warns and runs on the "
+    "local node only (exit 0)",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29713)
+    d = ctx.fresh("launch")  # holds no hostfile_job4242
+    cmd = f"deepspeed --hostfile=hostfile_job4242 --master_port 29713 {ctx.script('launch_init_dist.py')}"
+    return ctx.run(["bash", "-xc", cmd], cwd=d, timeout=300)
+
+
+@case(
+    "config-amp-and-zero",
+    "config",
+    "deepspeed.initialize, single CPU process: amp (apex O1) together with ZeRO-2; the assertion "
+    "fires before apex is imported",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("amp_zero_case.py", single=True)
+
+
+# --------------------------------------------------------------------------- init / ZeRO misuse
+# Folded in from the former build_init_zero_cases.sh: init_zero_case.py CASE, one process.
+
+
+def _has_modules(ctx: Ctx, *mods: str) -> None:
+    code = "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))"
+    if subprocess.run([ctx.py, "-c", code, *mods]).returncode != 0:
+        raise Skip(
+            f"needs {' and '.join(mods)} in {ctx.venv} (the captured log used transformers 5.24.0 "
+            f"and accelerate 1.15.0: {ctx.venv}/bin/pip install transformers==5.24.0 "
+            "accelerate==1.15.0)"
+        )
+
+
+def _init_zero(key: str, *mods: str):
+    def fn(ctx: Ctx) -> Output:
+        if mods:
+            _has_modules(ctx, *mods)
+        return ctx.python("init_zero_case.py", key, single=True, env={"WORKDIR": str(ctx.work)})
+
+    return fn
+
+
+for _name, _key, _mods, _desc in [
+    (
+        "config-gas-derived-zero",
+        "gas_derived_zero",
+        (),
+        "train_batch_size 2 < micro batch 4: derived gradient_accumulation_steps 0",
+    ),
+    (
+        "config-hf-auto-values-direct",
+        "hf_auto_values_direct",
+        (),
+        "an HF config with 'auto' batch values passed straight to deepspeed.initialize: TypeError",
+    ),
+    (
+        "init-zero3-load-state-dict-partitioned",
+        "zero3_load_state_dict_partitioned",
+        (),
+        "load_state_dict of a full state dict into a model built under zero.Init: size mismatch",
+    ),
+    (
+        "init-zero3-forward-before-engine",
+        "zero3_forward_before_engine",
+        (),
+        "forward of a zero.Init model outside the engine: 'weight' must be 2-D",
+    ),
+    (
+        "zero-zero3-state-dict-saved-empty",
+        "zero3_state_dict_saved_empty",
+        (),
+        "torch.save(engine.module.state_dict()) under ZeRO-3 saves empty tensors; loading fails",
+    ),
+    (
+        "zero-zero2-reentrant-shared-param",
+        "zero2_reentrant_shared_param",
+        (),
+        "ZeRO-2, one Linear in two reentrant checkpoints: parameter has already been reduced",
+    ),
+    (
+        "init-hf-trainer-config-mismatch",
+        "hf_trainer_config_mismatch",
+        ("transformers", "accelerate"),
+        "transformers TrainingArguments vs a DeepSpeed config with other values: ValueError",
+    ),
+    (
+        "init-hf-config-trailing-comma",
+        "hf_config_trailing_comma",
+        ("accelerate",),
+        "accelerate HfDeepSpeedConfig on a config with a trailing comma: JSONDecodeError",
+    ),
+]:
+    _group = _name.split("-", 1)[0]
+    case(_name, _group, f"single CPU process: {_desc}", needs=_mods)(_init_zero(_key, *_mods))
+
+
+# --------------------------------------------------------------------------- pipeline parallelism
+# pipe_case.py CASE, one process. The original run set DS_ACCELERATOR=cpu, so these logs do not
+# start with the 'Setting accelerator to CPU' warning; the cases set it too.
+
+CPU = {"DS_ACCELERATOR": "cpu"}
+
+
+def _pipe(key: str):
+    def fn(ctx: Ctx) -> Output:
+        return ctx.python("pipe_case.py", key, single=True, env=CPU)
+
+    return fn
+
+
+for _name, _key, _rc, _desc in [
+    ("pipe-zero2-incompatible", "zero2", "nonzero", "PipelineModule + ZeRO-2: AssertionError"),
+    ("pipe-zero3-incompatible", "zero3", "nonzero", "PipelineModule + ZeRO-3: AssertionError"),
+    (
+        "pipe-num-stages-not-dividing-world-size",
+        "stages",
+        "nonzero",
+        "num_stages=2 at world size 1: RuntimeError num_stages must divide world size",
+    ),
+    (
+        "pipe-engine-forward-pipelineerror",
+        "forward",
+        "nonzero",
+        "engine(x) on a PipelineEngine: PipelineError, only train_batch() is accessible",
+    ),
+    (
+        "pipe-ok-zero1-train-batch",
+        "ok",
+        "zero",
+        "the control run: PipelineModule + ZeRO-1, two train_batch() calls",
+    ),
+]:
+    case(_name, "pipe", f"pipeline engine, one CPU process: {_desc}", expect_rc=_rc)(_pipe(_key))
+
+
+# --------------------------------------------------------------------------- DataLoader workers
+
+
+def _dataloader(key: str):
+    def fn(ctx: Ctx) -> Output:
+        return ctx.python("dataloader_case.py", key)
+
+    return fn
+
+
+for _name, _key, _rc, _desc in [
+    (
+        "data-dataloader-worker-sigkill",
+        "sigkill",
+        "nonzero",
+        "a worker SIGKILLs itself (as the OOM killer would): worker exited unexpectedly",
+    ),
+    (
+        "data-dataloader-worker-exit-code-1",
+        "exit",
+        "nonzero",
+        "a worker calls os._exit(1): exited unexpectedly with exit code 1",
+    ),
+    ("data-dataloader-ok", "ok", "zero", "the control run: no failure"),
+]:
+    case(_name, "data", f"torch DataLoader, 2 workers: {_desc}", expect_rc=_rc)(_dataloader(_key))
+
+
+# --------------------------------------------------------------------------- universal checkpoint
+# ucp_case.py: a ZeRO-2 checkpoint saved by 2 ranks in <workdir>/ck_ucp, converted with
+# ds_to_universal, loaded by one process. DS_ACCELERATOR=cpu as in the original run.
+
+
+def _ucp_save(ctx: Ctx, log: bool) -> Output:
+    d = ctx.fresh("ck_ucp")
+    argv = [ctx.bin("deepspeed"), "--num_gpus", "2", "--master_port", str(free_port())]
+    argv += [ctx.script("ucp_case.py"), "save", str(d), "2"]
+    r = ctx.run(argv, env=CPU, timeout=400, log=log)
+    if not log and (r.rc != 0 or not (d / "global_step2").is_dir()):
+        raise CaseFailed(f"could not save the fixture checkpoint {d}:\n{r.text[-3000:]}")
+    return r
+
+
+def _ucp_fixture(ctx: Ctx) -> Path:
+    d = ctx.work / "ck_ucp"
+    if not (d / "latest").exists():
+        _ucp_save(ctx, log=False)
+    return d
+
+
+def _to_universal(ctx: Ctx, d: Path, inject: bool, log: bool = True) -> Output:
+    out = d / "global_step2_universal"
+    if out.exists():
+        shutil.rmtree(out)
+    (d / "latest_universal").unlink(missing_ok=True)
+    argv = [ctx.py, "-m", "deepspeed.checkpoint.ds_to_universal"]
+    argv += ["--input_folder", str(d / "global_step2"), "--output_folder", str(out)]
+    if inject:
+        argv.append("--inject_missing_state")
+    return ctx.run(argv, env=CPU, log=log)
+
+
+@case(
+    "ckpt-ucp-zero2-ws2-save-ok",
+    "ckpt",
+    "ucp_case.py save: ZeRO-2 checkpoint saved by 2 ranks (deepspeed --num_gpus 2), the fixture "
+    "of the universal-checkpoint cases",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    return _ucp_save(ctx, log=True)
+
+
+@case(
+    "ckpt-ds-to-universal-missing-universal-info",
+    "ckpt",
+    "ds_to_universal on a plain ZeRO-2 checkpoint without --inject_missing_state: AssertionError",
+)
+def _(ctx: Ctx) -> Output:
+    return _to_universal(ctx, _ucp_fixture(ctx), inject=False)
+
+
+@case(
+    "ckpt-ds-to-universal-inject-ok",
+    "ckpt",
+    "ds_to_universal --inject_missing_state on the same checkpoint: converts",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    return _to_universal(ctx, _ucp_fixture(ctx), inject=True)
+
+
+@case(
+    "ckpt-universal-load-ws1-ok",
+    "ckpt",
+    "the converted universal checkpoint (saved at world size 2) loaded by one process with "
+    "checkpoint.load_universal, then one step",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    d = _ucp_fixture(ctx)
+    if not (d / "global_step2_universal").is_dir():
+        r = _to_universal(ctx, d, inject=True, log=False)
+        if r.rc != 0:
+            raise CaseFailed(f"ds_to_universal failed on {d}:\n{r.text[-3000:]}")
+    return ctx.python("ucp_case.py", "load", str(d), "2", "universal", single=True, env=CPU)

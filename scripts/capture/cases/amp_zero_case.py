@@ -14,5 +14,7 @@ cfg = {
     "zero_optimization": {"stage": 2},
 }
 print("CASE amp_and_zero config:", json.dumps(cfg), flush=True)
-engine, opt, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+engine, opt, _, _ = deepspeed.initialize(
+    model=model, model_parameters=model.parameters(), config=cfg
+)
 print("initialized", type(opt).__name__, flush=True)

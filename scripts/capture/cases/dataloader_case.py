@@ -7,6 +7,7 @@
 import os
 import signal
 import sys
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 

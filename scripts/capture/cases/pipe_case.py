@@ -9,8 +9,9 @@
 #   forward       healthy pipeline engine, then engine(x) / engine.backward / engine.step -> PipelineError
 #   ok            healthy pipeline engine, train_batch() twice (the control run)
 import sys
-import torch
+
 import deepspeed
+import torch
 from deepspeed.pipe import PipelineModule
 
 case = sys.argv[1]
@@ -29,7 +30,10 @@ cfg = {
     "zero_optimization": {"stage": stage},
 }
 engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
-print(f"[rank {engine.global_rank}] pipeline engine ready: stages={engine.num_stages} zero={stage}", flush=True)
+print(
+    f"[rank {engine.global_rank}] pipeline engine ready: stages={engine.num_stages} zero={stage}",
+    flush=True,
+)
 
 
 def batches():
