@@ -412,6 +412,9 @@ def match_cmd(
         report = Engine(pack).analyse(sources)
     except (InputError, RulesError) as exc:
         raise UserError(str(exc)) from None
+    from .engine import suggest_related
+
+    suggest_related(report, kb_dir)
     if fmt == "json":
         import json
 

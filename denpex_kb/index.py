@@ -279,18 +279,37 @@ def cached_index(kb_dir: str | Path | None = None) -> TextIndex:
     return TextIndex(path)
 
 
+# Words every Python error line shares: a suggestion resting on these alone is no suggestion.
+GENERIC_TERMS = frozenset(
+    "error errors exception value valueerror runtime runtimeerror assertion assertionerror key "
+    "keyerror type typeerror os oserror attribute attributeerror index indexerror import "
+    "importerror module modulenotfounderror not found failed failure rank step line file "
+    "traceback call last most recent raise raised".split()
+)
+
+
 def related_entries(
     text: str, kb_dir: str | Path | None = None, limit: int = 3
 ) -> list[dict[str, object]]:
-    """Suggestions for a log no rule recognised: the closest entries by text, each with an
-    honest, low confidence (text similarity is a hint, never a diagnosis; capped at 0.3)."""
+    """Suggestions for errors no rule recognised: the closest entries by text, each with an
+    honest, low confidence: 0.3 times the share of the query's terms the entry's own text
+    shares (text similarity is a hint, never a diagnosis). Entries that share only generic
+    words (`ValueError`, `failed`, `rank`) are not suggested at all."""
+    qterms = set(errortext.terms(text))
+    if not qterms - GENERIC_TERMS:
+        return []
     ix = cached_index(kb_dir)
     try:
-        hits = ix.search(text, limit=limit)
+        hits = ix.search(text, limit=limit * 3)
     finally:
         ix.close()
     out: list[dict[str, object]] = []
     for h in hits:
-        confidence = round(min(0.3, 0.3 * h.score / (h.score + 10.0)), 3)
+        shared = set(h.matched_terms)
+        if not shared - GENERIC_TERMS:
+            continue
+        confidence = round(0.3 * len(shared) / len(qterms), 3)
         out.append({"id": h.id, "title": h.title, "confidence": confidence, "why": h.snippet})
-    return out
+        if len(out) == limit:
+            break
+    return sorted(out, key=lambda r: -float(r["confidence"]))  # type: ignore[arg-type]

@@ -165,6 +165,14 @@ TIMESTAMPS: list[dict[str, Any]] = [
 
 ANSI_ESCAPE = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]"
 
+# The last line of a Python traceback (the exception raised), after the prefix is stripped:
+# `ValueError: ...`, `torch.distributed.DistBackendError: ...`, `KeyboardInterrupt`. A line like
+# this that no signal explains is an error the knowledge base does not know; the engine reports
+# it instead of guessing, and takes its rank as the likely initiator when no entry fires.
+EXCEPTION_LINE = (
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)(?:: |:?$)"
+)
+
 # Whole lines (anchored at both ends) that are never evidence, even when a signal matches them.
 BOILERPLATE: list[dict[str, Any]] = [
     {
@@ -305,6 +313,7 @@ SCORING: dict[str, Any] = {
 def globals_section() -> dict[str, Any]:
     return {
         "ansi_escape": ANSI_ESCAPE,
+        "exception_line": EXCEPTION_LINE,
         "line_prefixes": LINE_PREFIXES,
         "max_prefixes_per_line": 3,
         "rank_markers": RANK_MARKERS,
@@ -448,6 +457,7 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
     out: list[tuple[str, str, bool]] = []
     g = pack["globals"]
     out.append(("globals.ansi_escape", g["ansi_escape"], False))
+    out.append(("globals.exception_line", g["exception_line"], False))
     for key in (
         "line_prefixes",
         "rank_markers",

@@ -85,3 +85,36 @@ def test_bundled_kb_index_path_is_importable_without_warnings(tmp_path: Path) ->
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_related_suggestions_for_unrecognised_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from denpex_kb.engine import suggest_related
+
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
+    report = {
+        "verdict": "no-match",
+        "unrecognised_errors": [
+            {
+                "file": "x.log",
+                "line": 3,
+                "rank": 3,
+                "host": None,
+                "text": "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+            }
+        ],
+    }
+    suggest_related(report)
+    assert report["related"], "a CUDA error should suggest the CUDA/NCCL entries"
+    assert all(0 < r["confidence"] <= 0.3 for r in report["related"])
+    confidences = [r["confidence"] for r in report["related"]]
+    assert confidences == sorted(confidences, reverse=True)
+    # Only generic words in common: no suggestion rather than a misleading one.
+    report["unrecognised_errors"][0]["text"] = "[rank2]: ValueError: failed at step 2"
+    suggest_related(report)
+    assert report["related"] == []
+    # A match never gets suggestions.
+    report["verdict"] = "match"
+    suggest_related(report)
+    assert report["related"] == []

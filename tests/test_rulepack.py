@@ -180,6 +180,7 @@ const out = [];
 const add = (where, pattern, icase) => out.push([where, pattern, icase]);
 const g = pack.globals;
 add('ansi', g.ansi_escape, false);
+add('exception', g.exception_line, false);
 for (const k of ['line_prefixes','rank_markers','file_name_ranks','timestamps','boilerplate','version_banners'])
   g[k].forEach((it, i) => add(`${k}[${i}]`, it.pattern, false));
 for (const [k, v] of Object.entries(g.elastic_summary.patterns)) add(`elastic.${k}`, v, false);

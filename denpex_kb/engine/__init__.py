@@ -34,6 +34,7 @@ __all__ = [
 LOOKBACK_BYTES = 8192
 MAX_ACTIVE_RANK_PREFIXES = 64
 WORLD_SIZE = re.compile(r"dist_world_size=([0-9]+)")
+MAX_UNEXPLAINED = 256
 
 
 class _RankLines:
@@ -99,6 +100,8 @@ class Engine:
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
         extra.append((WORLD_SIZE.pattern, False))
+        self.exception_rx = re.compile(g["exception_line"])
+        extra.append((g["exception_line"], False))
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = re.compile(g["ansi_escape"].encode())
@@ -123,11 +126,12 @@ class Engine:
         inputs = []
         seen_ranks: set[int] = set()
         world: list[int] = []
+        unexplained: list[Hit] = []
         for si, src in enumerate(sources):
             stream = streams[si] if streams is not None else open_source(src)
             try:
                 n_lines, n_bytes = self._scan_source(
-                    si, src, stream, hits, printed, summary, seen_ranks, world
+                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained
                 )
             finally:
                 if streams is None and src.path is not None:
@@ -137,7 +141,13 @@ class Engine:
         cands = build_candidates(firings, hits, self.sig_entry, self.scoring)
         names = [s.name for s in sources]
         report = explain(
-            cands, summary, names, self.scoring, max(world) if world else None, seen_ranks
+            cands,
+            summary,
+            names,
+            self.scoring,
+            max(world) if world else None,
+            seen_ranks,
+            unexplained,
         )
         report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
         report["inputs"] = inputs
@@ -151,6 +161,21 @@ class Engine:
         report["format_version"] = "1.0"
         return report
 
+    def _time_of(
+        self, text: str, year: int | None, block: bytes, lo: int, st: int
+    ) -> tuple[float | None, int | None]:
+        """The line's own timestamp, else the last one printed shortly before it."""
+        ts, y = self.attr.timestamp(text, year)
+        if y is not None:
+            year = y
+        if ts is None:
+            back = block[max(lo, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
+            for line in reversed(back.splitlines()):
+                ts, _ = self.attr.timestamp(line, year)
+                if ts is not None:
+                    break
+        return ts, year
+
     # ------------------------------------------------------------------------------------
     def _scan_source(
         self,
@@ -162,6 +187,7 @@ class Engine:
         summary: ElasticSummary,
         seen_ranks: set[int],
         world: list[int],
+        unexplained: list[Hit],
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -169,6 +195,7 @@ class Engine:
         file_rank, file_kind = attr.file_rank(src.name) if src.path is not None else (None, None)
         parser = ElasticParser(self.globals, summary)
         rank_lines = _RankLines()
+        unexplained_seen: set[tuple] = set()
         lines_before = 0
         offset = 0
         year: int | None = None
@@ -205,17 +232,23 @@ class Engine:
                 if rank is not None:
                     seen_ranks.add(rank)
                 sigs = sigset.Match(content) if sigset is not None and content else None
+                if not sigs and content and self.exception_rx.search(content):
+                    # An exception no signal explains: an error the knowledge base does not
+                    # know. Keep the first per rank (bounded) for the report.
+                    ukey = (si, rank, host)
+                    if ukey not in unexplained_seen and len(unexplained) < MAX_UNEXPLAINED:
+                        unexplained_seen.add(ukey)
+                        ts, year = self._time_of(text, year, block, lo, st)
+                        scope_key: tuple = (
+                            ("rank", rank, host) if rank is not None else ("stream", si)
+                        )
+                        unexplained.append(
+                            Hit(si, offset + st - lo, cnt + 1, cnt, scope_key, rank, host, ts, text)
+                        )
+                    continue
                 if not sigs or any(b.search(content) for b in self.boilerplate):
                     continue
-                ts, y = attr.timestamp(text, year)
-                if y is not None:
-                    year = y
-                if ts is None:
-                    back = block[max(lo, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
-                    for line in reversed(back.splitlines()):
-                        ts, _ = attr.timestamp(line, year)
-                        if ts is not None:
-                            break
+                ts, year = self._time_of(text, year, block, lo, st)
                 rank_line: int | None = cnt
                 if a.prefix and rank is not None and not self.window_signals.isdisjoint(sigs):
                     lit = a.prefix.rstrip().encode("utf-8", "replace")
@@ -250,3 +283,21 @@ class Engine:
             # a last line without a newline still counts
             pass
         return lines_before, offset
+
+
+def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: int = 3) -> None:
+    """When no rule fired but the log holds errors no entry recognises, add `related`: the
+    entries closest to those errors in the full-text index, with a low confidence (a hint for
+    the reader, never a diagnosis). Builds the per-user index on first use."""
+    errors = report.get("unrecognised_errors") or []
+    if report["verdict"] != "no-match" or not errors:
+        report["related"] = []
+        return
+    from ..index import related_entries
+    from ..kb import KBError
+
+    query = "\n".join(e["text"] for e in errors[:10])
+    try:
+        report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
+    except KBError:
+        report["related"] = []  # a broken knowledge base only costs the suggestions

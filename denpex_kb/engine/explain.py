@@ -145,6 +145,7 @@ def explain(
     scoring: dict[str, int],
     world_size: int | None,
     seen_ranks: set[int],
+    unexplained: list[Hit] | None = None,
 ) -> dict[str, Any]:
     threshold = scoring["threshold"] / scoring["scale"]
     roots = [c for c in candidates if c.role == "root-cause"]
@@ -204,9 +205,14 @@ def explain(
             notes.append(
                 "No root-cause entry matched: only collateral errors ("
                 + ", ".join(c.id for c in collateral)
-                + "). The initiating rank's own error is either not in the knowledge base or "
-                "its output is probably missing: killed by SIGKILL (e.g. the host OOM killer) "
-                "before it could print, or its log is not included."
+                + (
+                    "). The error that started it is one the knowledge base does not know (see "
+                    "the unrecognised errors)."
+                    if unexplained
+                    else "). The initiating rank's own error is either not in the knowledge base "
+                    "or its output is probably missing: killed by SIGKILL (e.g. the host OOM killer) "
+                    "before it could print, or its log is not included."
+                )
             )
         killed = [
             i
@@ -227,8 +233,9 @@ def explain(
             h.rank for c in collateral for f in c.firings for h in f.evidence if h.rank is not None
         }
         known = world_size or (max(seen_ranks | reporting) + 1 if (seen_ranks | reporting) else 0)
+        raised = {h.rank for h in unexplained or [] if h.rank is not None}
         if collateral and reporting and known:
-            absent = [r for r in range(known) if r not in reporting]
+            absent = [r for r in range(known) if r not in reporting and r not in raised]
             if absent and len(absent) < known:
                 notes.append(
                     "Ranks absent from the collateral reports (their own output is missing): "
@@ -238,6 +245,22 @@ def explain(
                 )
                 if init_rank is None and len(absent) == 1:
                     init_rank, basis = absent[0], "absent-from-collateral-reports"
+        if unexplained:
+            # An exception that no entry explains is direct evidence of an error on that rank:
+            # stronger than an absence or torchelastic's observation order, weaker than a
+            # SIGKILL (a killed rank prints nothing, so others' errors may follow from it).
+            first = min(
+                unexplained, key=lambda h: _order(h, len({u.source for u in unexplained}) == 1)
+            )
+            where = f"rank {first.rank}" if first.rank is not None else names[first.source]
+            notes.append(
+                f"The earliest error no entry recognises is on {where}: "
+                f"{first.text.strip()[:300]} ({names[first.source]}:{first.line}). "
+                "It is probably where the failure started; see the related entries, if any."
+            )
+            if basis in (None, "absent-from-collateral-reports") and first.rank is not None:
+                init_rank, init_host = first.rank, first.host
+                basis = "earliest-unrecognised-error"
         if elastic_root is not None and elastic_root.rank is not None and basis is None:
             init_rank, init_host = elastic_root.rank, elastic_root.host
             basis = "torchelastic-first-observed-failure"
@@ -271,6 +294,15 @@ def explain(
         }
         if summary.items
         else None,
+        "unrecognised_errors": [
+            _ev(h, names)
+            for h in sorted(
+                unexplained or [],
+                key=lambda h: _order(h, len({u.source for u in unexplained}) == 1),
+            )
+        ]
+        if root is None
+        else [],
         "notes": notes,
     }
 
@@ -348,6 +380,15 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         for x in others:
             why = f" (less specific than {x['shadowed_by']})" if x["shadowed_by"] else ""
             out.append(f"  - {x['id']}  confidence {x['confidence']:.2f}{why}")
+    if report.get("unrecognised_errors"):
+        out.append("\n" + c("UNRECOGNISED ERRORS", "1") + " (no entry knows these)")
+        for ev in report["unrecognised_errors"][:8]:
+            out.append(f"  {_where(ev)}")
+            out.append(f"    {ev['text'].strip()[:300]}")
+    if report.get("related"):
+        out.append("\n" + c("RELATED ENTRIES", "1") + " (text similarity: a hint, not a diagnosis)")
+        for r in report["related"]:
+            out.append(f"  - {r['id']}  confidence {r['confidence']:.2f}: {r['title']}")
     if report["notes"]:
         out.append("\n" + c("NOTES", "1"))
         for n in report["notes"]:
@@ -387,6 +428,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         for col in report["collateral"]:
             ranks = f", ranks {_ranges(col['ranks'])}" if col["ranks"] else ""
             out.append(f"- `{col['id']}`: {col['count']} line(s){ranks}")
+    if report.get("unrecognised_errors"):
+        out.append("\n**Unrecognised errors** (no entry knows these)\n\n```text")
+        for ev in report["unrecognised_errors"][:8]:
+            out.append(f"# {_where(ev)}")
+            out.append(ev["text"].rstrip().replace("```", "'''"))
+        out.append("```")
+    if report.get("related"):
+        out.append("\n**Related entries** (text similarity: a hint, not a diagnosis)\n")
+        out.extend(
+            f"- `{r['id']}` (confidence {r['confidence']:.2f}): {r['title']}"
+            for r in report["related"]
+        )
     if report["notes"]:
         out.append("\n**Notes**\n")
         out.extend(f"- {n}" for n in report["notes"])
