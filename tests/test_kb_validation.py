@@ -163,6 +163,18 @@ CASES = [
         "kb/checkpoint/fixture-disk-full.yaml:4:8: (file): YAML syntax error",
     ),
     (
+        "signal-without-source",
+        "    description: errno 28 text\n    source:\n      kind: upstream-source\n      repo: mkerrisk/man-pages\n      path: man3/errno.3\n      ref: man-pages-6.9\n  - id: edquot",
+        "    description: errno 28 text\n  - id: edquot",
+        "kb/checkpoint/fixture-disk-full.yaml:39:5: signals[0]: missing required field 'source'",
+    ),
+    (
+        "upstream-source-without-ref",
+        "      path: man3/errno.3\n      ref: man-pages-6.9\n  - id: edquot",
+        "      path: man3/errno.3\n  - id: edquot",
+        "kb/checkpoint/fixture-disk-full.yaml:43:7: signals[0].source: missing required field 'ref'",
+    ),
+    (
         "none-overlaps-all",
         "none: [edquot]",
         "none: [edquot, enospc]",
