@@ -148,6 +148,21 @@ def _(ctx: Ctx) -> Output:
     )
 
 
+@case(
+    "ops-jit-cpu-adam-optimizer-no-compiler",
+    "ops",
+    "DeepSpeedCPUAdam() with CXX pointing at a missing compiler: build error, then __del__ "
+    "AttributeError 'ds_opt_adam'",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-nocompiler")
+    cxx = "/usr/local/bin/g++-missing"
+    return ctx.python(
+        "cpu_adam_optimizer.py",
+        env={"CXX": cxx, "CC": cxx, "TORCH_EXTENSIONS_DIR": str(ext)},
+    )
+
+
 def _pip_subs(ctx: Ctx) -> None:
     ctx.subs += [("https://pypi.org/simple", "<package-index>")]
     for line in (os.environ.get("PIP_FIND_LINKS") or "/opt/wheels").split():
