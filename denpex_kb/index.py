@@ -22,7 +22,9 @@ from pathlib import Path
 from . import errortext
 from .model import Entry, KnowledgeBase
 
-INDEX_FORMAT = "denpex-index/1"
+# Bump when tokenising or the indexed fields change: cached indexes of the old form are then
+# rebuilt instead of being searched with a new query analysis.
+INDEX_FORMAT = "denpex-index/2"
 MARKER = "denpex-index.json"
 PHRASE_LINES = 12
 PHRASE_SLOP = 3
@@ -86,17 +88,18 @@ def error_lines(entry: Entry) -> list[str]:
     that its own (non-veto) signals match."""
     lines: list[str] = []
     positive = [entry.signal(s) for s in dict.fromkeys(entry.match.all + entry.match.any)]
-    for sig in positive:
-        lines.append(regex_literal_text(sig.pattern))
-        if sig.source.quote:
-            lines.append(sig.source.quote)
     compiled = [re.compile(s.pattern, re.IGNORECASE if s.ignore_case else 0) for s in positive]
+    # Real lines first: the snippet shown for a hit prefers them over a regex's bare words.
     for ex in entry.examples:
         if ex.expect != "match":
             continue
         for line in ex.log.splitlines():
             if len(line) < 400 and any(c.search(line) for c in compiled):
                 lines.append(line.strip())
+    for sig in positive:
+        lines.append(regex_literal_text(sig.pattern))
+        if sig.source.quote:
+            lines.append(sig.source.quote)
     return list(dict.fromkeys(ln for ln in lines if ln))
 
 
