@@ -124,9 +124,17 @@ def entry_document(entry: Entry) -> dict[str, str]:
 
 
 def kb_fingerprint(kb_dir: str | Path) -> str:
-    """Content hash of a knowledge-base folder plus the index format: the cache key."""
+    """Content hash of a knowledge-base folder, the index format and the analysis code: the
+    cache key."""
     root = Path(kb_dir)
     h = hashlib.sha256(INDEX_FORMAT.encode())
+    # The analysis code too: an edited tokenizer must not query an index built by the old one.
+    here = Path(__file__).resolve().parent
+    for module in ("errortext.py", "_whoosh.py", "index.py"):
+        try:
+            h.update((here / module).read_bytes())
+        except OSError:
+            pass
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         if rel.startswith(".") or "/." in rel:
