@@ -6,6 +6,7 @@ imported inside the commands that need them so `--help` and `match` start fast.
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -128,15 +129,31 @@ def list_cmd(
     click.echo(f"{len(rows)} of {len(kb.entries)} entries", err=True)
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*]|[0-9]+\.)\s+")
+
+
 def _wrap(text: str, indent: str = "  ") -> str:
-    paras = [p.strip() for p in text.strip().split("\n\n")]
-    return "\n\n".join(
-        textwrap.fill(
-            " ".join(p.split()), width=96, initial_indent=indent, subsequent_indent=indent
-        )
-        for p in paras
-        if p
-    )
+    """Re-flow Markdown prose for a terminal, keeping paragraphs and list items apart."""
+    paras: list[str] = []
+    for para in text.strip().split("\n\n"):
+        blocks: list[str] = []
+        items: list[list[str]] = []
+        for line in para.splitlines():
+            if not items or _LIST_ITEM.match(line):
+                items.append([line.strip()])
+            else:
+                items[-1].append(line.strip())
+        for item in items:
+            first = " ".join(" ".join(item).split())
+            if not first:
+                continue
+            hang = indent + "  " if _LIST_ITEM.match(first) else indent
+            blocks.append(
+                textwrap.fill(first, width=96, initial_indent=indent, subsequent_indent=hang)
+            )
+        if blocks:
+            paras.append("\n".join(blocks))
+    return "\n\n".join(paras)
 
 
 def render_entry_text(entry) -> str:  # noqa: ANN001 - model.Entry

@@ -96,3 +96,12 @@ def test_console_script_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok: 2 entries")
+
+
+def test_terminal_rendering_keeps_paragraphs_and_list_items() -> None:
+    from denpex_kb.cli import _wrap
+
+    text = "Find it like this:\n- **It died.** An earlier\n  traceback.\n- It is missing.\n\nNext paragraph."
+    assert _wrap(text) == (
+        "  Find it like this:\n  - **It died.** An earlier traceback.\n  - It is missing.\n\n  Next paragraph."
+    )
