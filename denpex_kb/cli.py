@@ -37,15 +37,21 @@ def _kb_option(f):  # noqa: ANN001, ANN202
     )(f)
 
 
+def _problems(problems: list, message: str) -> UserError:
+    """Print every problem on stderr (one per line) and return the one-line error to raise."""
+    for p in problems:
+        click.echo(str(p), err=True)
+    return UserError(message)
+
+
 def _load(kb_dir: Path | None):  # noqa: ANN202
     from .kb import KBError, load_kb
 
     try:
         return load_kb(kb_dir)
     except KBError as exc:
-        for p in exc.problems:
-            click.echo(str(p), err=True)
-        raise UserError(f"knowledge base is invalid ({len(exc.problems)} problem(s))") from None
+        n = len(exc.problems)
+        raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -255,9 +261,8 @@ def search(
     except IndexError_ as exc:
         raise UserError(str(exc)) from None
     except KBError as exc:
-        for p in exc.problems:
-            click.echo(str(p), err=True)
-        raise UserError(f"knowledge base is invalid ({len(exc.problems)} problem(s))") from None
+        n = len(exc.problems)
+        raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
     try:
         hits = ix.search(text, limit=limit)
     finally:
@@ -302,9 +307,7 @@ def export_rules(kb_dir: Path | None, output: Path | None, vectors: Path | None)
     try:
         pack = export(kb, output, vectors)
     except RulePackError as exc:
-        for p in exc.problems:
-            click.echo(p, err=True)
-        raise UserError("the exported rule pack does not validate") from None
+        raise _problems(exc.problems, "the exported rule pack does not validate") from None
     except OSError as exc:
         raise UserError(f"cannot write {exc.filename}: {exc.strerror}") from None
     click.echo(f"wrote {output} ({len(pack['entries'])} rules, {pack['content_hash']})")
@@ -348,9 +351,7 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
     try:
         downloads = site.rule_pack_downloads(kb)
     except RulePackError as exc:
-        for p in exc.problems:
-            click.echo(p, err=True)
-        raise UserError("the exported rule pack does not validate") from None
+        raise _problems(exc.problems, "the exported rule pack does not validate") from None
     for name, data in sorted(downloads.items()):
         try:
             write_atomic(dist_dir / name, data)
