@@ -1,0 +1,5 @@
+"""`python -m denpex_kb` runs the CLI (handy with PYTHONPATH pointing at a checkout)."""
+
+from .cli import main
+
+main()
