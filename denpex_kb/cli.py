@@ -446,7 +446,7 @@ def match_cmd(
 
         use_color = sys.stdout.isatty() if color is None else color
         click.echo(render_text(report, color=use_color, hub=_built_hub_url()), nl=False)
-    sys.exit(0 if report["verdict"] == "match" else 1)
+    sys.exit(0 if report["verdict"] == "confident" else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

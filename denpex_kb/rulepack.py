@@ -21,9 +21,10 @@ from typing import Any
 
 from . import __version__
 from . import model as m
+from .factspec import facts_section
 
 FORMAT = "denpex-rulepack"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 DIALECT = "re2"
 DEFAULT_OUTPUT = Path("dist") / "denpex-rules.json"
 VECTORS_FORMAT = "denpex-rulepack-vectors"
@@ -307,6 +308,8 @@ SCORING: dict[str, Any] = {
     "shadowed_factor_percent": 50,
     "threshold": 50,
     "scale": 100,
+    "partial_base": 40,
+    "fact_favour": 15,
 }
 
 
@@ -323,6 +326,7 @@ def globals_section() -> dict[str, Any]:
         "version_banners": VERSION_BANNERS,
         "elastic_summary": ELASTIC_SUMMARY,
         "scoring": SCORING,
+        "facts": facts_section(),
     }
 
 
@@ -347,6 +351,10 @@ def _entry_rule(e: m.Entry) -> dict[str, Any]:
         "fix": {"steps": list(e.fix.steps), "workaround": e.fix.workaround},
         "verify": {"command": e.verify.command, "expected": e.verify.expected},
         "look_alikes": [{"id": la.id, "tell": la.tell} for la in e.look_alikes],
+        "checklist": [
+            {"check": c.check, "command": c.command, "shows": c.shows, "read_only": c.read_only}
+            for c in e.checklist
+        ],
         "signals": [
             {
                 "id": s.id,
@@ -364,6 +372,9 @@ def _entry_rule(e: m.Entry) -> dict[str, Any]:
             "window_lines": rule.window_lines,
             "fatal": rule.fatal,
             "versions": [{"package": v.package, "specifier": v.specifier} for v in rule.versions],
+            "weak": list(rule.weak),
+            "facts": [dict(f) for f in rule.facts],
+            "explains": [dict(x) for x in rule.explains],
         },
     }
 

@@ -173,7 +173,7 @@ HEALTHY = sorted((LOGS / "healthy").glob("*.log"))
 @pytest.mark.parametrize("log", HEALTHY, ids=lambda p: p.name)
 def test_healthy_log_has_zero_matches(engine: Engine, log: Path) -> None:
     report = engine.analyse_paths([str(log)])
-    assert report["verdict"] == "no-match"
+    assert report["verdict"] == "none"
     assert report["candidates"] == []
 
 
@@ -181,7 +181,7 @@ def test_captured_healthy_run_has_zero_matches(engine: Engine) -> None:
     log = BUNDLED / "captured" / "ckpt-zero2-ws2-save-ok-deepspeed-launcher.log"
     report = engine.analyse_paths([str(log)])
     assert report["candidates"] == []
-    assert report["verdict"] == "no-match"
+    assert report["verdict"] == "none"
 
 
 def test_readme_example_is_the_fastfilewriter_entry(engine: Engine) -> None:

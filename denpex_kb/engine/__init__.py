@@ -14,10 +14,13 @@ from collections import defaultdict
 from typing import Any, BinaryIO
 
 from .attribute import Attributor, ElasticParser, ElasticSummary
+from .diagnose import build_candidates, diagnose
 from .evaluate import Hit, evaluate
-from .explain import build_candidates, explain, render_markdown, render_text
+from .explain import explain
+from .facts import FactCollector
 from .normalise import Normaliser
 from .read import InputError, Source, collect_sources, iter_blocks, open_source
+from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
 from .scan import make_prefilter
 
@@ -100,6 +103,8 @@ class Engine:
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
         extra.append((WORLD_SIZE.pattern, False))
+        self.fact_spec = g["facts"]
+        extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
         self.exception_rx = re.compile(g["exception_line"])
         extra.append((g["exception_line"], False))
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
@@ -127,29 +132,31 @@ class Engine:
         seen_ranks: set[int] = set()
         world: list[int] = []
         unexplained: list[Hit] = []
+        facts = FactCollector(self.fact_spec)
         for si, src in enumerate(sources):
             stream = streams[si] if streams is not None else open_source(src)
             try:
                 n_lines, n_bytes = self._scan_source(
-                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained
+                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained, facts
                 )
             finally:
                 if streams is None and src.path is not None:
                     stream.close()
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
         firings = evaluate(self.entries, self.sig_index, hits, printed)
-        cands = build_candidates(firings, hits, self.sig_entry, self.scoring)
+        cands = build_candidates(firings, hits, self.sig_entry)
+        diag = diagnose(cands, facts.records, self.scoring)
         names = [s.name for s in sources]
         report = explain(
-            cands,
+            diag,
             summary,
             names,
-            self.scoring,
             max(world) if world else None,
             seen_ranks,
             unexplained,
         )
         report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
+        report["facts"] = facts.as_json()
         report["inputs"] = inputs
         report["rulepack"] = {
             "content_hash": self.pack["content_hash"],
@@ -158,7 +165,7 @@ class Engine:
         }
         report["scanner"] = self.prefilter.name
         report["format"] = "denpex-report"
-        report["format_version"] = "1.0"
+        report["format_version"] = "1.1"
         return report
 
     def _time_of(
@@ -188,6 +195,7 @@ class Engine:
         seen_ranks: set[int],
         world: list[int],
         unexplained: list[Hit],
+        facts: FactCollector,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -231,6 +239,8 @@ class Engine:
                     world.append(int(m.group(1)))
                 if rank is not None:
                     seen_ranks.add(rank)
+                if content and facts.wants(content):
+                    facts.observe(si, content, cnt + 1, rank, text)
                 sigs = sigset.Match(content) if sigset is not None and content else None
                 if not sigs and content and self.exception_rx.search(content):
                     # An exception no signal explains: an error the knowledge base does not
@@ -290,7 +300,7 @@ def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: in
     entries closest to those errors in the full-text index, with a low confidence (a hint for
     the reader, never a diagnosis). Builds the per-user index on first use."""
     errors = report.get("unrecognised_errors") or []
-    if report["verdict"] != "no-match" or not errors:
+    if report["verdict"] != "none" or not errors:
         report["related"] = []
         return
     from ..index import related_entries
