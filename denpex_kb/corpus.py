@@ -136,6 +136,12 @@ def _check_case(
     return problems
 
 
+def _late_header_line(body: bytes) -> int | None:
+    """The line number within the body of a `#corpus ` line there, if there is one."""
+    at = body.find(b"\n" + HEADER_PREFIX + b" ")
+    return None if at == -1 else body.count(b"\n", 0, at) + 2
+
+
 def parse_case(path: Path, data: bytes | None = None) -> Case:
     """One case file; raises CorpusError naming FILE:LINE for every problem in it."""
     name = str(path)
@@ -146,8 +152,10 @@ def parse_case(path: Path, data: bytes | None = None) -> Case:
         raise CorpusError([f"{name}:1: no '#corpus' header (not a corpus case)"])
     fields, given, problems = _parse_header(name, lines)
     problems += _check_case(name, path, fields, given, len(lines))
-    if body.startswith(HEADER_PREFIX) or b"\n" + HEADER_PREFIX in body:
-        problems.append(f"{name}: a '#corpus' line after the log began; keep the header first")
+    late = _late_header_line(body)
+    if late is not None:
+        no = len(lines) + late
+        problems.append(f"{name}:{no}: a '#corpus' line after the log began; keep the header first")
     if problems:
         raise CorpusError(problems)
     return Case(
