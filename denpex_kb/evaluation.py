@@ -356,7 +356,7 @@ def compare(
 def baseline_bytes(results: Iterable[CaseResult]) -> bytes:
     cases = {r.id: {"split": r.split, "outcome": r.outcome} for r in results}
     doc = {"format": BASELINE_FORMAT, "format_version": 1, "cases": dict(sorted(cases.items()))}
-    return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
+    return (json.dumps(doc, indent=2) + "\n").encode()
 
 
 def write_baseline(path: Path, results: Iterable[CaseResult]) -> None:
