@@ -449,5 +449,74 @@ def match_cmd(
     sys.exit(0 if report["verdict"] == "confident" else 1)
 
 
+@main.command("eval")
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "holdout", "all"]),
+    default="all",
+    show_default=True,
+    help="Only the cases of this split.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@_kb_option
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Compare with these per-case outcomes; exit 1 if a case that was right is not now.",
+)
+@click.option("--bless", is_flag=True, help="Rewrite the --baseline file with today's outcomes.")
+def eval_cmd(
+    dirs: tuple[Path, ...],
+    split: str,
+    fmt: str,
+    kb_dir: Path | None,
+    baseline: Path | None,
+    bless: bool,
+) -> None:
+    """Score the matcher on labelled corpus cases (the .log files under DIRS, see
+    tests/corpus/README.md): top-1, top-3, abstain and confident-wrong rates, calibration,
+    confusion. Exit codes: 0 done, 1 a regression versus --baseline, 2 usage or corpus error."""
+    from . import evaluation as ev
+    from .corpus import CorpusError, load_cases
+    from .engine import InputError, RulesError
+
+    if bless and (baseline is None or split != "all"):
+        raise UserError("--bless needs --baseline FILE and the whole corpus (--split all)")
+    try:
+        cases = [c for c in load_cases(list(dirs)) if split in ("all", c.split)]
+    except CorpusError as exc:
+        raise _problems(
+            exc.problems, f"corpus is invalid ({len(exc.problems)} problem(s))"
+        ) from None
+    try:
+        run = ev.evaluate_cases(cases, kb_dir)
+        comparison = None
+        if baseline is not None and not bless:
+            comparison = ev.compare(run.results, ev.read_baseline(baseline), str(baseline))
+    except (InputError, RulesError, ev.BaselineError) as exc:
+        raise UserError(str(exc)) from None
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(ev.to_json(run, comparison), indent=2, ensure_ascii=False))
+    else:
+        click.echo(ev.render_text(run, comparison), nl=False)
+    if bless:
+        assert baseline is not None
+        try:
+            ev.write_baseline(baseline, run.results)
+        except OSError as exc:
+            raise UserError(f"cannot write {baseline}: {exc.strerror}") from None
+        click.echo(f"blessed {len(run.results)} case(s) into {baseline}", err=True)
+    if comparison is not None and comparison.regressions:
+        sys.exit(1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
