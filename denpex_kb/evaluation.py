@@ -40,7 +40,13 @@ def _ranked(report: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [rc] if rc else []
     out += report.get("differential") or []
     out += report.get("probable") or []
-    out += [c for c in report.get("candidates") or [] if c.get("role") == "root-cause"]
+    excluded = {c["id"] for c in report.get("ruled_out") or []}
+    excluded |= {c["id"] for c in report.get("consequences") or []}
+    out += [
+        c
+        for c in report.get("candidates") or []
+        if c.get("role") == "root-cause" and c["id"] not in excluded
+    ]
     return out
 
 
