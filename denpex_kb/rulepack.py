@@ -437,8 +437,10 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
             "Run the log through the engine with the rule pack whose content_hash is "
             "rulepack_hash. expect=match: the entry fires (is among the candidates) and every "
             "evidence string is a substring of a cited evidence line of that entry. "
-            "expect=no-match: the entry does not fire, or fires only shadowed by a more "
-            "specific entry. expect_top: that entry is the report's root cause."
+            "expect=no-match: the entry does not fire (a hypothesis is not a firing), or "
+            "fires only shadowed by a more specific entry. expect_top: that entry is the "
+            "report's root cause; with none, the first hypothesis of a differential or "
+            "probable verdict; with none either, the first candidate."
         ),
         "vectors": vectors,
     }

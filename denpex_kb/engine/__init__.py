@@ -82,7 +82,7 @@ class Engine:
                 self.sig_index[(ei, s["id"])] = gi
                 sig_patterns.append((s["pattern"], s["ignore_case"]))
                 rule = e["match"]
-                if s["id"] in rule["all"] or s["id"] in rule["any"]:
+                if s["id"] in rule["all"] or s["id"] in rule["any"] or s["id"] in rule["weak"]:
                     self.sig_entry[gi].add(e["id"])
                 if rule["window_lines"] and rule["scope"] == "rank":
                     self.window_signals.add(gi)

@@ -116,14 +116,15 @@ def explain(
     candidates = diag.candidates
     # With no confident root, the best hypothesis supplies the rank (its lines are still the
     # earliest evidence of the failure the report names).
-    root = diag.root or (diag.hypotheses[0] if diag.hypotheses else None)
+    root = diag.root
+    lead = diag.hypotheses[0] if diag.hypotheses else None
     notes: list[str] = []
     collateral = [c for c in candidates if c.role == "collateral"]
     earliest([c for c in candidates if c.role == "root-cause" and c.first is None])
 
-    ordered: list[Candidate] = [root] if root else []
+    ordered: list[Candidate] = [root] if root else list(diag.hypotheses)
     rest = sorted(
-        (c for c in candidates if c is not root),
+        (c for c in candidates if c not in ordered),
         key=lambda c: (
             c.role != "root-cause",
             c.shadowed_by is not None,
@@ -223,6 +224,11 @@ def explain(
             if basis in (None, "absent-from-collateral-reports") and first.rank is not None:
                 init_rank, init_host = first.rank, first.host
                 basis = "earliest-unrecognised-error"
+        if basis is None and lead is not None and lead.first is not None:
+            ranked = [h for h in lead.evidence if h.rank is not None]
+            if lead.first.rank is not None or ranked:
+                h = lead.first if lead.first.rank is not None else ranked[0]
+                init_rank, init_host, basis = h.rank, h.host, "earliest-hypothesis-evidence"
         if elastic_root is not None and elastic_root.rank is not None and basis is None:
             init_rank, init_host = elastic_root.rank, elastic_root.host
             basis = "torchelastic-first-observed-failure"
