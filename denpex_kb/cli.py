@@ -432,7 +432,7 @@ def match_cmd(
         raise UserError(str(exc)) from None
     from .engine import suggest_related
 
-    suggest_related(report, kb_dir)
+    suggest_related(report, kb_dir, pack=pack)
     if fmt == "json":
         import json
 

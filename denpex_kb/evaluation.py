@@ -185,12 +185,19 @@ def evaluate_cases(cases: list[Case], kb_dir: Path | None = None) -> EvalRun:
     """Run the engine on every case body; the rule pack and engine are built once.
 
     Raises engine.RulesError (no usable rule pack) and engine.InputError (unreadable body)."""
-    from .engine import Engine, load_rulepack
+    from .engine import Engine, load_rulepack, suggest_related
 
     pack = load_rulepack(None, kb_dir)
     engine = Engine(pack)
     kb_ids = frozenset(e["id"] for e in pack["entries"])
-    results = tuple(score(c, engine.analyse_bytes(c.body, name=str(c.path)), kb_ids) for c in cases)
+
+    def report_of(case: Case) -> dict:
+        # the same steps as `denpex-kb match`: rules, then the text index's clear winner
+        report = engine.analyse_bytes(case.body, name=str(case.path))
+        suggest_related(report, str(kb_dir) if kb_dir else None, pack=pack)
+        return report
+
+    results = tuple(score(c, report_of(c), kb_ids) for c in cases)
     info = {"content_hash": pack["content_hash"], "kb_version": pack["kb_version"]}
     return EvalRun(results, info, tuple(_warnings(cases, kb_ids)))
 

@@ -94,7 +94,7 @@ LINES: list[dict[str, Any]] = [
         "id": "ds-checkpoint-writer-json",
         "fact": "ds_checkpoint_writer",
         "description": 'DeepSpeed config (printed `json = {...}` dump or a pasted ds_config): a "writer" section',
-        "pattern": r"\"writer\"\s*:\s*\{",
+        "pattern": r'"writer"\s*:\s*\{',
         "types": {},
     },
     {
@@ -155,17 +155,61 @@ LINES: list[dict[str, Any]] = [
 ]
 
 
+def unname_groups(pattern: str) -> tuple[str, dict[str, int]]:
+    """The pattern with `(?P<name>` turned into plain groups, and {name: group number}: the
+    pack's dialect must also run in JavaScript, which spells named groups differently, so the
+    pack carries positional groups plus a map (as the version banners do)."""
+    out: list[str] = []
+    groups: dict[str, int] = {}
+    n = 0
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            if pattern.startswith("(?P<", i):
+                end = pattern.index(">", i)
+                n += 1
+                groups[pattern[i + 4 : end]] = n
+                out.append("(")
+                i = end + 1
+                continue
+            if not pattern.startswith("(?", i):
+                n += 1
+        out.append(c)
+        i += 1
+    return "".join(out), groups
+
+
+def _export(spec: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out = dict(spec)
+    for key in keys:
+        out[key], groups = unname_groups(spec[key])
+        if key != "header":
+            out["groups"] = groups
+    return out
+
+
 def facts_section() -> dict[str, Any]:
-    return {"tables": TABLES, "lines": LINES}
+    return {
+        "tables": [_export(t, ("header", "row")) for t in TABLES],
+        "lines": [_export(x, ("pattern",)) for x in LINES],
+    }
 
 
 def fact_fields() -> dict[str, set[str]]:
     """Every fact name and the fields its extractors can fill (for the loader's checks)."""
-    import re
-
     out: dict[str, set[str]] = {}
     for spec in TABLES:
-        out.setdefault(spec["fact"], set()).update(re.compile(spec["row"]).groupindex)
+        out.setdefault(spec["fact"], set()).update(unname_groups(spec["row"])[1])
     for spec in LINES:
-        out.setdefault(spec["fact"], set()).update(re.compile(spec["pattern"]).groupindex)
+        out.setdefault(spec["fact"], set()).update(unname_groups(spec["pattern"])[1])
     return out

@@ -174,6 +174,16 @@ EXCEPTION_LINE = (
     r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)(?:: |:?$)"
 )
 
+# Other lines that report an error without being a Python exception: NCCL's WARN records
+# (`host:pid:tid [dev] file:line NCCL WARN ...`, src/debug.cc), CUDA runtime errors as torch
+# prints them, compiler diagnostics (`file:line:col: error: ...`, gcc/nvcc), ninja's `FAILED:`,
+# the shell's `Segmentation fault`/`Bus error (core dumped)`. Unexplained, they are reported with
+# the exception lines and sent to the text index when no entry fires (1.1).
+SALIENT_LINE = (
+    r" NCCL WARN |CUDA error: |: (?:fatal )?error: |^FAILED: |Segmentation fault|"
+    r"Bus error \(core dumped\)"
+)
+
 # Whole lines (anchored at both ends) that are never evidence, even when a signal matches them.
 BOILERPLATE: list[dict[str, Any]] = [
     {
@@ -317,6 +327,7 @@ def globals_section() -> dict[str, Any]:
     return {
         "ansi_escape": ANSI_ESCAPE,
         "exception_line": EXCEPTION_LINE,
+        "salient_line": SALIENT_LINE,
         "line_prefixes": LINE_PREFIXES,
         "max_prefixes_per_line": 3,
         "rank_markers": RANK_MARKERS,
@@ -471,6 +482,12 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
     g = pack["globals"]
     out.append(("globals.ansi_escape", g["ansi_escape"], False))
     out.append(("globals.exception_line", g["exception_line"], False))
+    out.append(("globals.salient_line", g["salient_line"], False))
+    for i, t in enumerate(g["facts"]["tables"]):
+        out.append((f"globals.facts.tables[{i}].header", t["header"], False))
+        out.append((f"globals.facts.tables[{i}].row", t["row"], False))
+    for i, x in enumerate(g["facts"]["lines"]):
+        out.append((f"globals.facts.lines[{i}].pattern", x["pattern"], False))
     for key in (
         "line_prefixes",
         "rank_markers",

@@ -107,6 +107,8 @@ class Engine:
         extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
         self.exception_rx = re.compile(g["exception_line"])
         extra.append((g["exception_line"], False))
+        self.salient_rx = re2.compile(g["salient_line"])
+        extra.append((g["salient_line"], False))
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = re.compile(g["ansi_escape"].encode())
@@ -242,10 +244,11 @@ class Engine:
                 if content and facts.wants(content):
                     facts.observe(si, content, cnt + 1, rank, text)
                 sigs = sigset.Match(content) if sigset is not None and content else None
-                if not sigs and content and self.exception_rx.search(content):
-                    # An exception no signal explains: an error the knowledge base does not
-                    # know. Keep the first per rank (bounded) for the report.
-                    ukey = (si, rank, host)
+                exc = bool(content) and not sigs and self.exception_rx.search(content)
+                if exc or (not sigs and content and self.salient_rx.search(content)):
+                    # An error no signal explains: one the knowledge base does not know. Keep
+                    # the first exception and the first other error line per rank (bounded).
+                    ukey = (si, rank, host, bool(exc))
                     if ukey not in unexplained_seen and len(unexplained) < MAX_UNEXPLAINED:
                         unexplained_seen.add(ukey)
                         ts, year = self._time_of(text, year, block, lo, st)
@@ -295,10 +298,23 @@ class Engine:
         return lines_before, offset
 
 
-def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: int = 3) -> None:
+# A text-index suggestion becomes a probable cause only when it is a clear winner: at least this
+# share of the query's terms (times 0.3, the index's confidence scale) and twice the runner-up.
+PROBABLE_MIN_CONFIDENCE = 0.12
+PROBABLE_MARGIN = 2.0
+
+
+def suggest_related(
+    report: dict[str, Any],
+    kb_dir: str | None = None,
+    limit: int = 3,
+    pack: dict[str, Any] | None = None,
+) -> None:
     """When no rule fired but the log holds errors no entry recognises, add `related`: the
-    entries closest to those errors in the full-text index, with a low confidence (a hint for
-    the reader, never a diagnosis). Builds the per-user index on first use."""
+    entries closest to those errors in the full-text index, with a low confidence. With the
+    pack, a clear winner becomes the report's probable cause (verdict `probable`, labelled as
+    coming from the text index), with the error lines it matched and its confirm commands.
+    Builds the per-user index on first use."""
     errors = report.get("unrecognised_errors") or []
     if report["verdict"] != "none" or not errors:
         report["related"] = []
@@ -311,3 +327,35 @@ def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: in
         report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
     except KBError:
         report["related"] = []  # a broken knowledge base only costs the suggestions
+    if pack is not None:
+        _promote_clear_winner(report, pack, errors)
+
+
+def _promote_clear_winner(
+    report: dict[str, Any], pack: dict[str, Any], errors: list[dict[str, Any]]
+) -> None:
+    from .explain import entry_json
+
+    related = report["related"]
+    if not related:
+        return
+    best = related[0]
+    second = related[1]["confidence"] if len(related) > 1 else 0.0
+    if (
+        best["confidence"] < PROBABLE_MIN_CONFIDENCE
+        or best["confidence"] < PROBABLE_MARGIN * second
+    ):
+        return
+    entry = next((e for e in pack["entries"] if e["id"] == best["id"]), None)
+    if entry is None or entry["role"] != "root-cause":
+        return
+    cand = entry_json(entry, best["confidence"], errors[:3])
+    report["verdict"] = "probable"
+    report["probable"] = [cand]
+    report["probable_basis"] = "text-index"
+    report["confirm"] = [
+        {"entry": entry["id"], "check": c["check"], "command": c["command"], "shows": c["shows"]}
+        for c in entry.get("checklist", [])
+        if c.get("read_only")
+    ][:3]
+    report["tell_apart"] = report["confirm"]

@@ -50,6 +50,36 @@ def _cand_json(c: Candidate, names: list[str]) -> dict[str, Any]:
     }
 
 
+def entry_json(
+    entry: dict[str, Any], confidence: float, evidence: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A candidate for an entry that no rule fired (a text-index suggestion promoted to a
+    probable cause): the same shape, with the error lines it was matched on as evidence."""
+    return {
+        "id": entry["id"],
+        "title": entry["title"],
+        "role": entry["role"],
+        "confidence": confidence,
+        "url": entry["page"],
+        "phase": entry["phase"],
+        "severity": entry["severity"],
+        "summary": entry["summary"],
+        "fix": {"steps": entry["fix"]["steps"], "workaround": entry["fix"]["workaround"]},
+        "verify": entry["verify"],
+        "matched_signals": [],
+        "versions_checked": "unknown",
+        "shadowed_by": None,
+        "hypothesis": True,
+        "specificity": 0,
+        "ranks": sorted({e["rank"] for e in evidence if e["rank"] is not None}),
+        "evidence": evidence,
+        "facts_for": [],
+        "facts_against": [],
+        "facts_unknown": [],
+        "caused_by": None,
+    }
+
+
 def _for(o: Outcome) -> bool:
     return (
         o.state == "holds" and o.effect == "favour" or o.state == "holds" and o.effect == "require"
@@ -280,6 +310,7 @@ def explain(
         if diag.root is None
         else [],
         "notes": notes,
+        "probable_basis": "rules" if diag.verdict == "probable" else None,
     }
 
 

@@ -58,6 +58,7 @@ class _Extractor:
     def __init__(self, spec: dict[str, Any], pattern: str) -> None:
         self.fact = spec["fact"]
         self.types: dict[str, str] = spec.get("types", {})
+        self.groups: dict[str, int] = spec.get("groups", {})
         self.rx = re2.compile(pattern, _opts())
 
     def extract(self, content: str) -> dict[str, int | str] | None:
@@ -65,7 +66,8 @@ class _Extractor:
         if m is None:
             return None
         fields: dict[str, int | str] = {}
-        for name, value in m.groupdict().items():
+        for name, gi in self.groups.items():
+            value = m.group(gi)
             if value is None:
                 continue
             conv = _convert(value, self.types.get(name, "str"))
