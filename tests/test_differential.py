@@ -174,3 +174,24 @@ def test_fragmentation_vetoed_when_request_exceeds_free_plus_reserved() -> None:
 def test_fact_condition_is_unknown_without_records() -> None:
     cond = {"fact": "df_blocks", "test": {"use_pct": {"lt": 90}}, "effect": "veto"}
     assert check(cond, {}).state == "unknown"
+
+
+def test_slow_rank_in_a_barrier_is_named_without_inventing_a_sigkill(engine: Engine) -> None:
+    lines = [
+        "[rank0]: Running tokenizer on dataset:  41%|████      | 41000/100000 [29:12<42:01, 23.4 examples/s]"
+    ]
+    for r in (1, 2, 3):
+        lines.append(
+            f"[rank{r}]:[E1201 10:41:12.123456 1234 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=1800000) ran for 1800087 milliseconds before timing out."
+        )
+    lines.append(
+        "[rank0]: Running tokenizer on dataset:  42%|████▏     | 42000/100000 [29:55<41:18, 23.4 examples/s]"
+    )
+    r = run(engine, "\n".join(lines) + "\n")
+    assert r["initiating_rank"] == 0
+    assert r["initiating_basis"] == "absent-from-collateral-reports"
+    notes = " ".join(r["notes"])
+    assert "rank 0 is the slow rank" in notes
+    assert "SIGKILL" not in notes

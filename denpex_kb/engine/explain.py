@@ -202,9 +202,9 @@ def explain(
                     "). The error that started it is one the knowledge base does not know (see "
                     "the unrecognised errors)."
                     if unexplained
-                    else "). The initiating rank's own error is either not in the knowledge base "
-                    "or its output is probably missing: killed by SIGKILL (e.g. the host OOM killer) "
-                    "before it could print, or its log is not included."
+                    else "). The initiating rank's own error is not in the knowledge base, or it "
+                    "printed none: it was slow or hung (the others timed out waiting for it), it "
+                    "was killed before it could print, or its log is not included."
                 )
             )
         killed = [
@@ -238,6 +238,8 @@ def explain(
                 )
                 if init_rank is None and len(absent) == 1:
                     init_rank, basis = absent[0], "absent-from-collateral-reports"
+                    if not killed:
+                        notes.append(_slow_rank_note(absent[0]))
         if unexplained:
             # An exception that no entry explains is direct evidence of an error on that rank:
             # stronger than an absence or torchelastic's observation order, weaker than a
@@ -312,6 +314,17 @@ def explain(
         "notes": notes,
         "probable_basis": "rules" if diag.verdict == "probable" else None,
     }
+
+
+def _slow_rank_note(rank: int) -> str:
+    return (
+        f"Rank {rank} reported no timeout while every other rank timed out waiting for it: rank "
+        f"{rank} is the slow rank, still busy (tokenising, loading, writing a checkpoint) or "
+        f"stuck outside the collective the others were in, unless it died without output (no "
+        f"kill is recorded here). Read its last lines before the timeouts; raise the timeout "
+        f"(deepspeed.init_distributed(timeout=...) or the Trainer's ddp_timeout) or move the "
+        f"slow work before init or onto every rank."
+    )
 
 
 def _item_json(i: Any) -> dict[str, Any]:
