@@ -88,14 +88,16 @@ class FactCollector:
         self.records: dict[str, list[Fact]] = defaultdict(list)
         self.counts: dict[str, int] = defaultdict(int)
         self._header: dict[int, tuple[int, int]] = {}  # source -> (table index, header line)
-        self._gate = re2.Set.SearchSet(_opts())
-        for p in self.patterns():
-            self._gate.Add(p)
-        self._gate.Compile()
+        self._gate = None
+        if self.patterns():
+            self._gate = re2.Set.SearchSet(_opts())
+            for p in self.patterns():
+                self._gate.Add(p)
+            self._gate.Compile()
 
     def wants(self, content: str) -> bool:
         """Whether any extractor can match the line (one RE2 set pass, cheap)."""
-        return bool(self._gate.Match(content))
+        return self._gate is not None and bool(self._gate.Match(content))
 
     def patterns(self) -> list[str]:
         out = [p for h, r, _ in self.tables for p in (h.rx.pattern, r.rx.pattern)]
