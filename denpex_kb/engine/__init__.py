@@ -9,11 +9,10 @@ runs only on an exported rule pack (`rules.load_rulepack`), the same file other 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any, BinaryIO
 
-from .attribute import Attributor, ElasticParser, ElasticSummary
+from .attribute import Attributor, ElasticParser, ElasticSummary, LookBack, ProcessMap, compile_rx
 from .evaluate import Hit, evaluate
 from .explain import build_candidates, explain, render_markdown, render_text
 from .normalise import Normaliser
@@ -31,9 +30,8 @@ __all__ = [
     "render_text",
 ]
 
-LOOKBACK_BYTES = 8192
 MAX_ACTIVE_RANK_PREFIXES = 64
-WORLD_SIZE = re.compile(r"dist_world_size=([0-9]+)")
+WORLD_SIZE = compile_rx(r"dist_world_size=([0-9]+)")
 MAX_UNEXPLAINED = 256
 
 
@@ -93,18 +91,19 @@ class Engine:
                 self.sigset.Add(("(?i)" if ic else "") + p)
             self.sigset.Compile()
         self.banners = [
-            (re.compile(b["pattern"], re.ASCII), b["package"], b["groups"]["version"])
+            (compile_rx(b["pattern"]), b["package"], b["groups"]["version"])
             for b in g["version_banners"]
         ]
-        self.boilerplate = [re.compile(b["pattern"], re.ASCII) for b in g["boilerplate"]]
+        self.boilerplate = [compile_rx(b["pattern"]) for b in g["boilerplate"]]
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
         extra.append((WORLD_SIZE.pattern, False))
-        self.exception_rx = re.compile(g["exception_line"])
+        self.exception_rx = compile_rx(g["exception_line"])
         extra.append((g["exception_line"], False))
+        extra += [(p["pattern"], False) for p in g.get("process_lines", [])]
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
-        self.ansi_bytes = re.compile(g["ansi_escape"].encode())
+        self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
         self.attr = Attributor(g)
         self.globals = g
 
@@ -127,16 +126,18 @@ class Engine:
         seen_ranks: set[int] = set()
         world: list[int] = []
         unexplained: list[Hit] = []
+        pmap = ProcessMap()
         for si, src in enumerate(sources):
             stream = streams[si] if streams is not None else open_source(src)
             try:
                 n_lines, n_bytes = self._scan_source(
-                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained
+                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained, pmap
                 )
             finally:
                 if streams is None and src.path is not None:
                     stream.close()
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
+        self._resolve_ranks(hits, unexplained, pmap, summary, seen_ranks)
         firings = evaluate(self.entries, self.sig_index, hits, printed)
         cands = build_candidates(firings, hits, self.sig_entry, self.scoring)
         names = [s.name for s in sources]
@@ -161,20 +162,39 @@ class Engine:
         report["format_version"] = "1.0"
         return report
 
+    @staticmethod
+    def _resolve_ranks(
+        hits: list[Hit],
+        unexplained: list[Hit],
+        pmap: ProcessMap,
+        summary: ElasticSummary,
+        seen_ranks: set[int],
+    ) -> None:
+        """Lines without a rank: through the log's pid (or NCCL device) map, else a shard name."""
+        pmap.learn_elastic(summary)
+        for h in hits + unexplained:
+            if h.rank is not None:
+                continue
+            got = pmap.resolve(h.process, h.host) if h.process is not None else None
+            if got is not None:
+                rank, kind, h.host, h.rank_via = got
+            elif h.weak_rank is not None:
+                rank, kind, h.rank_via = h.weak_rank, "global", "shard"
+            else:
+                continue
+            h.rank = rank
+            h.key = ("rank", rank, h.host if kind == "local" else None)
+            seen_ranks.add(rank)
+
+    @staticmethod
     def _time_of(
-        self, text: str, year: int | None, block: bytes, lo: int, st: int
-    ) -> tuple[float | None, int | None]:
-        """The line's own timestamp, else the last one printed shortly before it."""
-        ts, y = self.attr.timestamp(text, year)
-        if y is not None:
-            year = y
-        if ts is None:
-            back = block[max(lo, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
-            for line in reversed(back.splitlines()):
-                ts, _ = self.attr.timestamp(line, year)
-                if ts is not None:
-                    break
-        return ts, year
+        lookback: LookBack, text: str, block: bytes, lo: int, st: int, at: int, end: int, hi: int
+    ) -> float | None:
+        """The line's own timestamp, else the last one printed shortly before it (each byte of
+        the source is examined at most once for this, however many lines need a time)."""
+        line_end = at + ((end + 1) if end != -1 else hi) - st
+        ts = lookback.own(text, at, line_end)
+        return ts if ts is not None else lookback.before(block, lo, at - (st - lo), st, line_end)
 
     # ------------------------------------------------------------------------------------
     def _scan_source(
@@ -188,6 +208,7 @@ class Engine:
         seen_ranks: set[int],
         world: list[int],
         unexplained: list[Hit],
+        pmap: ProcessMap,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -198,7 +219,7 @@ class Engine:
         unexplained_seen: set[tuple] = set()
         lines_before = 0
         offset = 0
-        year: int | None = None
+        lookback = LookBack(attr, normalise)
         for block, lo, hi in iter_blocks(stream, src.name):
             if block.find(b"\x1b", lo, hi) != -1:
                 block = self.ansi_bytes.sub(b"", block[lo:hi])
@@ -217,11 +238,23 @@ class Engine:
                 a = attr.strip(text)
                 content = a.content
                 item = parser.feed(content, cnt + 1)
-                rank, kind, host = a.rank, a.rank_kind, a.host
+                rank, kind, host, via = a.rank, a.rank_kind, a.host, a.rank_via
                 if rank is None and file_rank is not None:
-                    rank, kind = file_rank, file_kind
+                    rank, kind, via = file_rank, file_kind, "file-name"
                 if rank is None and item is not None and item.rank is not None:
-                    rank, kind, host = item.rank, "global", host or item.host
+                    rank, kind, host, via = (
+                        item.rank,
+                        "global",
+                        host or item.host,
+                        "elastic-summary",
+                    )
+                proc = attr.process(content) if attr.processes and content else None
+                if proc is not None:
+                    pmap.learn(proc, rank, kind, host)
+                late: dict = {}  # what resolves the rank after the scan when the line has none
+                if rank is None:
+                    late = {"process": proc, "weak_rank": attr.weak_rank(content)}
+                at = offset + st - lo
                 for rx, pkg, gi in self.banners:
                     m = rx.search(content)
                     if m:
@@ -238,17 +271,29 @@ class Engine:
                     ukey = (si, rank, host)
                     if ukey not in unexplained_seen and len(unexplained) < MAX_UNEXPLAINED:
                         unexplained_seen.add(ukey)
-                        ts, year = self._time_of(text, year, block, lo, st)
+                        ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                         scope_key: tuple = (
                             ("rank", rank, host) if rank is not None else ("stream", si)
                         )
                         unexplained.append(
-                            Hit(si, offset + st - lo, cnt + 1, cnt, scope_key, rank, host, ts, text)
+                            Hit(
+                                si,
+                                at,
+                                cnt + 1,
+                                cnt,
+                                scope_key,
+                                rank,
+                                host,
+                                ts,
+                                text,
+                                rank_via=via,
+                                **late,
+                            )
                         )
                     continue
                 if not sigs or any(b.search(content) for b in self.boilerplate):
                     continue
-                ts, year = self._time_of(text, year, block, lo, st)
+                ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                 rank_line: int | None = cnt
                 if a.prefix and rank is not None and not self.window_signals.isdisjoint(sigs):
                     lit = a.prefix.rstrip().encode("utf-8", "replace")
@@ -263,7 +308,7 @@ class Engine:
                 hits.append(
                     Hit(
                         source=si,
-                        offset=offset + st - lo,
+                        offset=at,
                         line=cnt + 1,
                         rank_line=rank_line,
                         key=key,
@@ -272,10 +317,13 @@ class Engine:
                         time=ts,
                         text=text,
                         signals=frozenset(sigs),
+                        rank_via=via,
+                        **late,
                     )
                 )
             lines_before = cnt + block.count(b"\n", cnt_pos, hi)
             rank_lines.end_block(block, lo, hi)
+            lookback.end_block(block, lo, hi, offset)
             offset += hi - lo
         if offset and not lines_before:
             lines_before = 1
