@@ -21,6 +21,7 @@ from typing import Any
 
 from . import __version__
 from . import model as m
+from .attribution_vectors import ATTRIBUTION_VECTORS
 
 FORMAT = "denpex-rulepack"
 FORMAT_VERSION = "1.1"
@@ -521,6 +522,13 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
             "specific entry. expect_top: that entry is the report's root cause."
         ),
         "vectors": vectors,
+        "attribution_semantics": (
+            "Attribute every line of every source of the log (sources in order, one log) per "
+            "docs/rule-pack-format.md 'Reading a log'. For each expect item, the line `line` of "
+            "source `source` has each listed member: rank, rank_kind, host, rank_via, and time "
+            "as YYYY-MM-DDTHH:MM:SS.mmm (milliseconds rounded; null: no time)."
+        ),
+        "attribution": ATTRIBUTION_VECTORS,
     }
 
 

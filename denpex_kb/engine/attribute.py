@@ -397,3 +397,70 @@ def _one(
         if of_kind:
             return None
     return None
+
+
+def attribute_all(
+    g: dict[str, Any], sources: list[tuple[str | None, bytes]]
+) -> list[list[dict[str, Any]]]:
+    """Rank, host and time of every line of every source, per the pack's rules (the reference
+    for the attribution conformance vectors; the engine applies the same steps to the lines its
+    scan keeps). `sources` are (file name or None for a stream, content)."""
+    from .normalise import Normaliser
+
+    attr = Attributor(g)
+    normalise = Normaliser(g["ansi_escape"])
+    pmap = ProcessMap()
+    summary = ElasticSummary()
+    out: list[list[dict[str, Any]]] = []
+    pending: list[tuple[dict[str, Any], Process | None, int | None]] = []
+    for name, data in sources:
+        file_rank, file_kind = attr.file_rank(name) if name is not None else (None, None)
+        parser = ElasticParser(g, summary)
+        lookback = LookBack(attr, normalise)
+        lines: list[dict[str, Any]] = []
+        pos = 0
+        for n, raw in enumerate(data.splitlines(keepends=True), 1):
+            text = normalise(raw)
+            a = attr.strip(text)
+            item = parser.feed(a.content, n)
+            rank, kind, host, via = a.rank, a.rank_kind, a.host, a.rank_via
+            if rank is None and file_rank is not None:
+                rank, kind, via = file_rank, file_kind, "file-name"
+            if rank is None and item is not None and item.rank is not None:
+                rank, kind, host, via = item.rank, "global", host or item.host, "elastic-summary"
+            proc = attr.process(a.content) if a.content else None
+            if proc is not None:
+                pmap.learn(proc, rank, kind, host)
+            ts = lookback.own(text, pos, pos + len(raw))
+            if ts is None:
+                ts = lookback.before(data, 0, 0, pos, pos + len(raw))
+            rec = {"line": n, "rank": rank, "rank_kind": kind, "host": host, "rank_via": via}
+            rec["time"] = ts
+            lines.append(rec)
+            if rank is None:
+                pending.append((rec, proc, attr.weak_rank(a.content)))
+            pos += len(raw)
+        out.append(lines)
+    pmap.learn_elastic(summary)
+    for rec, proc, weak in pending:
+        got = pmap.resolve(proc, rec["host"]) if proc is not None else None
+        if got is not None:
+            rec["rank"], rec["rank_kind"], rec["host"], rec["rank_via"] = got
+        elif weak is not None:
+            rec["rank"], rec["rank_kind"], rec["rank_via"] = weak, "global", "shard"
+    return out
+
+
+def format_time(ts: float | None) -> str | None:
+    """A sortable time (seconds since 0000-03-01, as `Attributor.timestamp` gives) as ISO 8601
+    `YYYY-MM-DDTHH:MM:SS.mmm`, milliseconds rounded (for the conformance vectors)."""
+    if ts is None:
+        return None
+    import datetime
+
+    millis = round(ts * 1000)
+    days, rem = divmod(millis, 86_400_000)
+    # _days(2000, 1, 1) is the day number of 2000-01-01
+    date = datetime.date(2000, 1, 1) + datetime.timedelta(days=days - _days(2000, 1, 1))
+    t = datetime.datetime.combine(date, datetime.time()) + datetime.timedelta(milliseconds=rem)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{rem % 1000:03d}"
