@@ -94,19 +94,22 @@ ATTRIBUTION_VECTORS: list[dict[str, Any]] = [
             "device; a pid seen with two ranks resolves nothing."
         ),
         "provenance": (
-            "composed; NCCL INFO/WARN lines from https://github.com/NVIDIA/nccl/issues/290 under "
-            "torchrun's '[rankN]:' prefix"
+            "composed; NCCL WARN lines from https://github.com/NVIDIA/nccl/issues/290, 'Init "
+            "COMPLETE' lines in NCCL 2.12's format (src/init.cc; a real one in "
+            "https://github.com/huggingface/transformers/issues/11658) under torchrun's "
+            "'[rankN]:' prefix; a plain INFO line teaches nothing"
         ),
         "sources": [
             {
                 "name": None,
                 "log": (
-                    "[rank4]:gpu2-ru7:2144:2556 [2] NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] via "
-                    "direct shared memory\n"
-                    "[rank0]:gpu2-ru7:77:80 [0] NCCL INFO Ring 00 : 0[1a000] -> 1[1b000] via "
-                    "direct shared memory\n"
-                    "[rank1]:gpu2-ru7:77:81 [1] NCCL INFO Ring 00 : 1[1b000] -> 2[3d000] via "
-                    "direct shared memory\n"
+                    "[rank4]:gpu2-ru7:2144:2556 [2] NCCL INFO comm 0x7ff1ec001060 rank 4 "
+                    "nranks 8 cudaDev 2 busId 3d000 - Init COMPLETE\n"
+                    "[rank0]:gpu2-ru7:77:80 [0] NCCL INFO comm 0x7ff1ec001070 rank 0 nranks 8 "
+                    "cudaDev 0 busId 1a000 - Init COMPLETE\n"
+                    "[rank1]:gpu2-ru7:77:81 [1] NCCL INFO comm 0x7ff1ec001080 rank 1 nranks 8 "
+                    "cudaDev 1 busId 1b000 - Init COMPLETE\n"
+                    "[rank5]:gpu2-ru7:91:92 [3] NCCL INFO Channel 00 : 5[3] -> 6[4] via P2P/IPC\n"
                 ),
             },
             {
@@ -118,6 +121,8 @@ ATTRIBUTION_VECTORS: list[dict[str, Any]] = [
                     "posix_fallocate failed : No space left on device\n"
                     "gpu2-ru7:77:79 [5] include/shm.h:28 NCCL WARN Call to posix_fallocate "
                     "failed : No space left on device\n"
+                    "gpu2-ru7:91:95 [3] include/shm.h:28 NCCL WARN Call to posix_fallocate "
+                    "failed : No space left on device\n"
                 ),
             },
         ],
@@ -126,6 +131,7 @@ ATTRIBUTION_VECTORS: list[dict[str, Any]] = [
             {"source": 1, "line": 1, "rank": 4, "host": "gpu2-ru7", "rank_via": "pid"},
             {"source": 1, "line": 2, "rank": 4, "host": "gpu2-ru7.cluster", "rank_via": "device"},
             {"source": 1, "line": 3, "rank": None, "host": None},
+            {"source": 1, "line": 4, "rank": None, "host": None},
         ],
     },
     {

@@ -206,19 +206,24 @@ PROCESS_LINES: list[dict[str, Any]] = [
     {
         "id": "nccl-debug",
         "description": (
-            "NCCL_DEBUG output (NVIDIA/nccl src/debug.cc): optional timestamp (NCCL >= 2.23 puts "
-            "'[%F %T] ' before WARN lines by default), then hostname:pid:tid [cudaDev], then "
-            "'NCCL INFO', or 'file:line [(func)] NCCL WARN', or '%f func:line NCCL TRACE'. The "
-            "hostname is cut at the first dot. The pid is the printing process."
+            "NCCL_DEBUG output (NVIDIA/nccl src/debug.cc): an optional timestamp (NCCL >= 2.26 "
+            "puts '[%F %T] ' before WARN lines by default), then hostname:pid:tid [cudaDev], the "
+            "hostname cut at its first dot; the pid is the printing process. Only the lines "
+            "that matter and are rare: every WARN ('[file:line [(func)]] NCCL WARN') and the "
+            "INFO line each rank prints when a communicator is ready ('comm 0x... rank R nranks "
+            "N cudaDev D ... - Init COMPLETE', src/init.cc, with the function name first in "
+            "recent releases). Other INFO lines (thousands per rank) are not process lines."
         ),
         "pattern": (
             r"^(?:\[[^\]]{1,64}\] )?([^ :\[\]]+):([0-9]+):([0-9]+) \[([0-9]+)\] "
-            r"(?:[^ ]+ ){0,3}NCCL (?:INFO|WARN|TRACE)"
+            r"(?:(?:[^ ]+ ){0,3}NCCL WARN |NCCL INFO (?:[A-Za-z]+ )?comm 0x[0-9a-f]+ rank [0-9]+ "
+            r"nranks [0-9]+ cudaDev [0-9]+ .*- Init COMPLETE)"
         ),
         "groups": {"host": 1, "pid": 2, "tid": 3, "device": 4},
+        "literals": ["NCCL WARN ", "- Init COMPLETE"],
         "subject": "self",
         "rank_kind": None,
-        "example": "node-1:3456:3501 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/IB/0",
+        "example": "gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
     },
     {
         "id": "deepspeed-launch-spawn",
@@ -229,6 +234,7 @@ PROCESS_LINES: list[dict[str, Any]] = [
         ),
         "pattern": r"process ([0-9]+) spawned with command: \[.*'--local_rank=([0-9]+)'",
         "groups": {"pid": 1, "rank": 2},
+        "literals": ["spawned with command: "],
         "subject": "other",
         "rank_kind": "local",
         "example": "[2026-11-29 19:14:05,120] [INFO] [launch.py:272:main] process 21944 spawned with command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=1', '--deepspeed']",

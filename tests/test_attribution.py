@@ -117,12 +117,13 @@ def test_unknown_or_ambiguous_pid_gives_no_rank(fx: Engine) -> None:
 
 
 def test_prefixed_nccl_line_teaches_pid_and_device_across_files(fx: Engine, tmp_path: Path) -> None:
-    # composed: one file with torchrun-prefixed NCCL INFO lines (NVIDIA/nccl#290 text), another
+    # composed: one file with a torchrun-prefixed NCCL 'Init COMPLETE' line (NCCL 2.12's format,
+    # transformers#11658), another
     # (no rank in its name) with unprefixed WARN lines of the same host
     a = tmp_path / "train.out"
     a.write_text(
-        "[rank4]:gpu2-ru7:2144:2556 [2] NCCL INFO Ring 00 : 2[3d000] -> 3[3e000] via direct "
-        "shared memory\n"
+        "[rank4]:gpu2-ru7:2144:2556 [2] NCCL INFO comm 0x7ff1ec001060 rank 4 nranks 8 cudaDev 2 "
+        "busId 3d000 - Init COMPLETE\n"
     )
     b = tmp_path / "nccl.txt"
     b.write_text(NCCL_WARN.format(pid=2144, dev=2) + NCCL_WARN.format(pid=3001, dev=2))
@@ -372,3 +373,32 @@ def test_vectors_file_holds_attribution_vectors(tmp_path: Path) -> None:
     vectors = rp.build_vectors(kb, rp.build_pack(kb))
     assert [v["name"] for v in vectors["attribution"]] == [v["name"] for v in ATTRIBUTION_VECTORS]
     assert "attribution_semantics" in vectors
+
+
+def test_plain_nccl_info_lines_are_not_scanned(fx: Engine) -> None:
+    """NCCL INFO lines are a third of a busy log (bench/match_bench.py): only WARN and 'Init
+    COMPLETE' lines are process lines, so the prefilter does not hand the others to Python."""
+    block = (
+        b"[default3]:gpu-node-0:4003:4103 [3] NCCL INFO Channel 05/0 : 3[3] -> 4[4] via "
+        b"P2P/CUMEM/read\n"
+    ) * 1000
+    block += b"[default3]:" + NCCL_WARN.format(pid=4003, dev=3).encode()
+    starts = fx.prefilter.line_starts(block, 0, len(block))
+    assert len(starts) == 1
+
+
+def test_process_line_literals_cover_their_patterns() -> None:
+    """The engine reads only lines holding a process line's literal: on every line of every
+    vector and test log here, a pattern match implies a literal."""
+    g = rp.globals_section()
+    lines = [ln for v in ATTRIBUTION_VECTORS for s in v["sources"] for ln in s["log"].splitlines()]
+    lines += [SPAWN.format(pid=1, lr=0), NCCL_WARN.format(pid=1, dev=0)]
+    matched = 0
+    for item in g["process_lines"]:
+        rx = re2.compile(item["pattern"])
+        for line in lines:
+            content = at.Attributor(g).strip(line).content
+            if rx.search(content):
+                matched += 1
+                assert any(lit in content for lit in item["literals"]), (item["id"], line)
+    assert matched >= 8

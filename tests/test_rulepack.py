@@ -174,6 +174,8 @@ def test_global_patterns_match_their_examples(bundled_pack: dict) -> None:
                     assert num <= compiled.groups, (item["id"], name)
     for item in g["boilerplate"]:
         assert re.search(item["pattern"], item["example"]), item["id"]
+    for item in g["process_lines"]:
+        assert any(lit in item["example"] for lit in item["literals"]), item["id"]
     pats = g["elastic_summary"]["patterns"]
     lines = g["elastic_summary"]["example"].splitlines()
     for key in ("root_cause_header", "item_start", "field_time", "field_host", "field_rank"):

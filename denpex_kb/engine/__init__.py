@@ -100,7 +100,12 @@ class Engine:
         extra.append((WORLD_SIZE.pattern, False))
         self.exception_rx = compile_rx(g["exception_line"])
         extra.append((g["exception_line"], False))
-        extra += [(p["pattern"], False) for p in g.get("process_lines", [])]
+        # process lines are prefiltered by their literals: every line they match contains one
+        extra += [
+            ("".join(c if c.isalnum() or c == " " else "\\" + c for c in lit), False)
+            for p in g.get("process_lines", [])
+            for lit in p.get("literals") or []
+        ]
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
