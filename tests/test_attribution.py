@@ -299,7 +299,7 @@ def test_engine_lookback_work_is_linear(fx: Engine, monkeypatch: pytest.MonkeyPa
 # ---------------------------------------------------------------------------- RE2
 def test_every_log_text_pattern_is_re2(fx: Engine) -> None:
     rx_type = type(re2.compile("x"))
-    compiled = fx.attr.compiled() + [rx for rx, *_ in fx.banners] + fx.boilerplate
+    compiled = fx.attr.compiled() + fx.banners.rx + fx.boilerplate.rx
     compiled += [fx.exception_rx, fx.ansi_bytes, fx.normalise._ansi]
     compiled += list(at.ElasticParser(fx.globals, at.ElasticSummary()).rx.values())
     assert len(compiled) > 30

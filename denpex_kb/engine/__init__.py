@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, BinaryIO
 
-from .attribute import Attributor, ElasticParser, ElasticSummary, LookBack, ProcessMap, compile_rx
+from .attribute import (
+    Attributor,
+    ElasticParser,
+    ElasticSummary,
+    LookBack,
+    Patterns,
+    ProcessMap,
+    compile_rx,
+)
 from .evaluate import Hit, evaluate
 from .explain import build_candidates, explain, render_markdown, render_text
 from .normalise import Normaliser
@@ -31,7 +39,7 @@ __all__ = [
 ]
 
 MAX_ACTIVE_RANK_PREFIXES = 64
-WORLD_SIZE = compile_rx(r"dist_world_size=([0-9]+)")
+WORLD_SIZE = compile_rx(rb"dist_world_size=([0-9]+)")
 MAX_UNEXPLAINED = 256
 
 
@@ -90,15 +98,14 @@ class Engine:
             for p, ic in sig_patterns:
                 self.sigset.Add(("(?i)" if ic else "") + p)
             self.sigset.Compile()
-        self.banners = [
-            (compile_rx(b["pattern"]), b["package"], b["groups"]["version"])
-            for b in g["version_banners"]
-        ]
-        self.boilerplate = [compile_rx(b["pattern"]) for b in g["boilerplate"]]
+        # Log-text patterns run on a line's UTF-8 bytes, with RE2 (a set call first).
+        self.banners = Patterns([b["pattern"] for b in g["version_banners"]])
+        self.banner_meta = [(b["package"], b["groups"]["version"]) for b in g["version_banners"]]
+        self.boilerplate = Patterns([b["pattern"] for b in g["boilerplate"]])
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
-        extra.append((WORLD_SIZE.pattern, False))
-        self.exception_rx = compile_rx(g["exception_line"])
+        extra.append((WORLD_SIZE.pattern.decode(), False))
+        self.exception_rx = compile_rx(g["exception_line"].encode())
         extra.append((g["exception_line"], False))
         # process lines are prefiltered by their literals: every line they match contains one
         extra += [
@@ -253,24 +260,26 @@ class Engine:
                         host or item.host,
                         "elastic-summary",
                     )
-                proc = attr.process(content) if attr.processes and content else None
+                proc = attr.process(content) if attr.processes.rx and content else None
                 if proc is not None:
                     pmap.learn(proc, rank, kind, host)
                 late: dict = {}  # what resolves the rank after the scan when the line has none
                 if rank is None:
                     late = {"process": proc, "weak_rank": attr.weak_rank(content)}
                 at = offset + st - lo
-                for rx, pkg, gi in self.banners:
-                    m = rx.search(content)
+                cb = content.encode("utf-8")
+                for bi in self.banners.found(cb):
+                    m = self.banners.rx[bi].search(cb)
                     if m:
-                        printed[pkg].add(m.group(gi))
-                m = WORLD_SIZE.search(content)
+                        pkg, gi = self.banner_meta[bi]
+                        printed[pkg].add(m.group(gi).decode("utf-8", "replace"))
+                m = WORLD_SIZE.search(cb)
                 if m:
                     world.append(int(m.group(1)))
                 if rank is not None:
                     seen_ranks.add(rank)
                 sigs = sigset.Match(content) if sigset is not None and content else None
-                if not sigs and content and self.exception_rx.search(content):
+                if not sigs and content and self.exception_rx.search(cb):
                     # An exception no signal explains: an error the knowledge base does not
                     # know. Keep the first per rank (bounded) for the report.
                     ukey = (si, rank, host)
@@ -296,7 +305,7 @@ class Engine:
                             )
                         )
                     continue
-                if not sigs or any(b.search(content) for b in self.boilerplate):
+                if not sigs or self.boilerplate.found(cb):
                     continue
                 ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                 rank_line: int | None = cnt
