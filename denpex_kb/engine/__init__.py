@@ -227,6 +227,37 @@ class Engine:
         ts = lookback.own(text, at, line_end)
         return ts if ts is not None else lookback.before(block, lo, at - (st - lo), st, line_end)
 
+    def _table_rows(
+        self,
+        si: int,
+        block: bytes,
+        end: int,
+        hi: int,
+        header_line: int,
+        rank: int | None,
+        facts: FactCollector,
+    ) -> None:
+        """The rows under a table header (df -h, df -i): read directly in a bounded window after
+        it, up to the first line that is not a row (a table is contiguous), so the whole-file
+        scan never has to look for the rows' generic shape."""
+        pos, line = end + 1, header_line
+        for _ in range(facts.max_rows(si)):
+            if end == -1 or pos >= hi:
+                return
+            nl = block.find(b"\n", pos, hi)
+            raw = block[pos : nl if nl != -1 else hi]
+            line += 1
+            text = self.normalise(raw)
+            a = self.attr.strip(text)
+            if (
+                facts.observe(si, a.content, line, a.rank if a.rank is not None else rank, text)
+                != "row"
+            ):
+                return
+            if nl == -1:
+                return
+            pos = nl + 1
+
     # ------------------------------------------------------------------------------------
     def _scan_source(
         self,
@@ -299,7 +330,8 @@ class Engine:
                 if rank is not None:
                     seen_ranks.add(rank)
                 if content and facts.wants(content):
-                    facts.observe(si, content, cnt + 1, rank, text)
+                    if facts.observe(si, content, cnt + 1, rank, text) == "header":
+                        self._table_rows(si, block, end, hi, cnt + 1, rank, facts)
                 sigs = sigset.Match(content) if sigset is not None and content else None
                 exc = bool(content) and not sigs and self.exception_rx.search(cb)
                 if exc or (not sigs and content and self.salient_rx.search(cb)):
