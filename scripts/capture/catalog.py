@@ -1376,3 +1376,26 @@ def _(ctx: Ctx) -> Output:
         if r.rc != 0:
             raise CaseFailed(f"ds_to_universal failed on {d}:\n{r.text[-3000:]}")
     return ctx.python("ucp_case.py", "load", str(d), "2", "universal", single=True, env=CPU)
+
+
+# -- collectives that differ across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+
+DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+
+@case(
+    "comm-torchrun-detail-collective-shape-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce of 4 vs 6 elements",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "shape", env=DETAIL)
+
+
+@case(
+    "comm-torchrun-detail-collective-op-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce on rank 0, broadcast on rank 1",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "op", env=DETAIL)
