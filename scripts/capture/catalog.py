@@ -1438,3 +1438,16 @@ for _mode, _desc in (
         "data",
         f"Megatron-DeepSpeed get_indexed_dataset_: {_desc}",
     )(_megatron_indexed(_mode))
+
+
+# -- DeepSpeed <= 0.11.1 under pydantic 2 (needs .capture/venv-ds0.10.3, see the README)
+
+
+@case(
+    "ops-import-ds0.10.3-pydantic2",
+    "ops",
+    "import deepspeed 0.10.3 after pydantic was upgraded to 2.x: FieldInfo has no attribute 'required'",
+    venv="0.10.3",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.run([ctx.py, "-c", "import deepspeed"], single=True)
