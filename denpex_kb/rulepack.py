@@ -21,9 +21,10 @@ from typing import Any
 
 from . import __version__
 from . import model as m
+from .factspec import facts_section
 
 FORMAT = "denpex-rulepack"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 DIALECT = "re2"
 DEFAULT_OUTPUT = Path("dist") / "denpex-rules.json"
 VECTORS_FORMAT = "denpex-rulepack-vectors"
@@ -173,6 +174,16 @@ EXCEPTION_LINE = (
     r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)(?:: |:?$)"
 )
 
+# Other lines that report an error without being a Python exception: NCCL's WARN records
+# (`host:pid:tid [dev] file:line NCCL WARN ...`, src/debug.cc), CUDA runtime errors as torch
+# prints them, compiler diagnostics (`file:line:col: error: ...`, gcc/nvcc), ninja's `FAILED:`,
+# the shell's `Segmentation fault`/`Bus error (core dumped)`. Unexplained, they are reported with
+# the exception lines and sent to the text index when no entry fires (1.1).
+SALIENT_LINE = (
+    r" NCCL WARN |CUDA error: |: (?:fatal )?error: |^FAILED: |Segmentation fault|"
+    r"Bus error \(core dumped\)"
+)
+
 # Whole lines (anchored at both ends) that are never evidence, even when a signal matches them.
 BOILERPLATE: list[dict[str, Any]] = [
     {
@@ -307,6 +318,8 @@ SCORING: dict[str, Any] = {
     "shadowed_factor_percent": 50,
     "threshold": 50,
     "scale": 100,
+    "partial_base": 40,
+    "fact_favour": 15,
 }
 
 
@@ -314,6 +327,7 @@ def globals_section() -> dict[str, Any]:
     return {
         "ansi_escape": ANSI_ESCAPE,
         "exception_line": EXCEPTION_LINE,
+        "salient_line": SALIENT_LINE,
         "line_prefixes": LINE_PREFIXES,
         "max_prefixes_per_line": 3,
         "rank_markers": RANK_MARKERS,
@@ -323,6 +337,7 @@ def globals_section() -> dict[str, Any]:
         "version_banners": VERSION_BANNERS,
         "elastic_summary": ELASTIC_SUMMARY,
         "scoring": SCORING,
+        "facts": facts_section(),
     }
 
 
@@ -347,6 +362,10 @@ def _entry_rule(e: m.Entry) -> dict[str, Any]:
         "fix": {"steps": list(e.fix.steps), "workaround": e.fix.workaround},
         "verify": {"command": e.verify.command, "expected": e.verify.expected},
         "look_alikes": [{"id": la.id, "tell": la.tell} for la in e.look_alikes],
+        "checklist": [
+            {"check": c.check, "command": c.command, "shows": c.shows, "read_only": c.read_only}
+            for c in e.checklist
+        ],
         "signals": [
             {
                 "id": s.id,
@@ -364,6 +383,9 @@ def _entry_rule(e: m.Entry) -> dict[str, Any]:
             "window_lines": rule.window_lines,
             "fatal": rule.fatal,
             "versions": [{"package": v.package, "specifier": v.specifier} for v in rule.versions],
+            "weak": list(rule.weak),
+            "facts": [dict(f) for f in rule.facts],
+            "explains": [dict(x) for x in rule.explains],
         },
     }
 
@@ -426,8 +448,10 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
             "Run the log through the engine with the rule pack whose content_hash is "
             "rulepack_hash. expect=match: the entry fires (is among the candidates) and every "
             "evidence string is a substring of a cited evidence line of that entry. "
-            "expect=no-match: the entry does not fire, or fires only shadowed by a more "
-            "specific entry. expect_top: that entry is the report's root cause."
+            "expect=no-match: the entry does not fire (a hypothesis is not a firing), or "
+            "fires only shadowed by a more specific entry. expect_top: that entry is the "
+            "report's root cause; with none, the first hypothesis of a differential or "
+            "probable verdict; with none either, the first candidate."
         ),
         "vectors": vectors,
     }
@@ -458,6 +482,12 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
     g = pack["globals"]
     out.append(("globals.ansi_escape", g["ansi_escape"], False))
     out.append(("globals.exception_line", g["exception_line"], False))
+    out.append(("globals.salient_line", g["salient_line"], False))
+    for i, t in enumerate(g["facts"]["tables"]):
+        out.append((f"globals.facts.tables[{i}].header", t["header"], False))
+        out.append((f"globals.facts.tables[{i}].row", t["row"], False))
+    for i, x in enumerate(g["facts"]["lines"]):
+        out.append((f"globals.facts.lines[{i}].pattern", x["pattern"], False))
     for key in (
         "line_prefixes",
         "rank_markers",

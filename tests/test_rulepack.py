@@ -181,6 +181,9 @@ const add = (where, pattern, icase) => out.push([where, pattern, icase]);
 const g = pack.globals;
 add('ansi', g.ansi_escape, false);
 add('exception', g.exception_line, false);
+add('salient', g.salient_line, false);
+g.facts.tables.forEach((t, i) => { add(`facts.tables[${i}].header`, t.header, false); add(`facts.tables[${i}].row`, t.row, false); });
+g.facts.lines.forEach((x, i) => add(`facts.lines[${i}]`, x.pattern, false));
 for (const k of ['line_prefixes','rank_markers','file_name_ranks','timestamps','boilerplate','version_banners'])
   g[k].forEach((it, i) => add(`${k}[${i}]`, it.pattern, false));
 for (const [k, v] of Object.entries(g.elastic_summary.patterns)) add(`elastic.${k}`, v, false);

@@ -14,10 +14,13 @@ from collections import defaultdict
 from typing import Any, BinaryIO
 
 from .attribute import Attributor, ElasticParser, ElasticSummary
+from .diagnose import build_candidates, diagnose
 from .evaluate import Hit, evaluate
-from .explain import build_candidates, explain, render_markdown, render_text
+from .explain import explain
+from .facts import FactCollector
 from .normalise import Normaliser
 from .read import InputError, Source, collect_sources, iter_blocks, open_source
+from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
 from .scan import make_prefilter
 
@@ -79,7 +82,7 @@ class Engine:
                 self.sig_index[(ei, s["id"])] = gi
                 sig_patterns.append((s["pattern"], s["ignore_case"]))
                 rule = e["match"]
-                if s["id"] in rule["all"] or s["id"] in rule["any"]:
+                if s["id"] in rule["all"] or s["id"] in rule["any"] or s["id"] in rule["weak"]:
                     self.sig_entry[gi].add(e["id"])
                 if rule["window_lines"] and rule["scope"] == "rank":
                     self.window_signals.add(gi)
@@ -100,8 +103,12 @@ class Engine:
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
         extra.append((WORLD_SIZE.pattern, False))
+        self.fact_spec = g["facts"]
+        extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
         self.exception_rx = re.compile(g["exception_line"])
         extra.append((g["exception_line"], False))
+        self.salient_rx = re2.compile(g["salient_line"])
+        extra.append((g["salient_line"], False))
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = re.compile(g["ansi_escape"].encode())
@@ -127,29 +134,31 @@ class Engine:
         seen_ranks: set[int] = set()
         world: list[int] = []
         unexplained: list[Hit] = []
+        facts = FactCollector(self.fact_spec)
         for si, src in enumerate(sources):
             stream = streams[si] if streams is not None else open_source(src)
             try:
                 n_lines, n_bytes = self._scan_source(
-                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained
+                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained, facts
                 )
             finally:
                 if streams is None and src.path is not None:
                     stream.close()
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
         firings = evaluate(self.entries, self.sig_index, hits, printed)
-        cands = build_candidates(firings, hits, self.sig_entry, self.scoring)
+        cands = build_candidates(firings, hits, self.sig_entry)
+        diag = diagnose(cands, facts.records, self.scoring)
         names = [s.name for s in sources]
         report = explain(
-            cands,
+            diag,
             summary,
             names,
-            self.scoring,
             max(world) if world else None,
             seen_ranks,
             unexplained,
         )
         report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
+        report["facts"] = facts.as_json()
         report["inputs"] = inputs
         report["rulepack"] = {
             "content_hash": self.pack["content_hash"],
@@ -158,7 +167,7 @@ class Engine:
         }
         report["scanner"] = self.prefilter.name
         report["format"] = "denpex-report"
-        report["format_version"] = "1.0"
+        report["format_version"] = "1.1"
         return report
 
     def _time_of(
@@ -176,6 +185,37 @@ class Engine:
                     break
         return ts, year
 
+    def _table_rows(
+        self,
+        si: int,
+        block: bytes,
+        end: int,
+        hi: int,
+        header_line: int,
+        rank: int | None,
+        facts: FactCollector,
+    ) -> None:
+        """The rows under a table header (df -h, df -i): read directly in a bounded window after
+        it, up to the first line that is not a row (a table is contiguous), so the whole-file
+        scan never has to look for the rows' generic shape."""
+        pos, line = end + 1, header_line
+        for _ in range(facts.max_rows(si)):
+            if end == -1 or pos >= hi:
+                return
+            nl = block.find(b"\n", pos, hi)
+            raw = block[pos : nl if nl != -1 else hi]
+            line += 1
+            text = self.normalise(raw)
+            a = self.attr.strip(text)
+            if (
+                facts.observe(si, a.content, line, a.rank if a.rank is not None else rank, text)
+                != "row"
+            ):
+                return
+            if nl == -1:
+                return
+            pos = nl + 1
+
     # ------------------------------------------------------------------------------------
     def _scan_source(
         self,
@@ -188,6 +228,7 @@ class Engine:
         seen_ranks: set[int],
         world: list[int],
         unexplained: list[Hit],
+        facts: FactCollector,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -231,11 +272,15 @@ class Engine:
                     world.append(int(m.group(1)))
                 if rank is not None:
                     seen_ranks.add(rank)
+                if content and facts.wants(content):
+                    if facts.observe(si, content, cnt + 1, rank, text) == "header":
+                        self._table_rows(si, block, end, hi, cnt + 1, rank, facts)
                 sigs = sigset.Match(content) if sigset is not None and content else None
-                if not sigs and content and self.exception_rx.search(content):
-                    # An exception no signal explains: an error the knowledge base does not
-                    # know. Keep the first per rank (bounded) for the report.
-                    ukey = (si, rank, host)
+                exc = bool(content) and not sigs and self.exception_rx.search(content)
+                if exc or (not sigs and content and self.salient_rx.search(content)):
+                    # An error no signal explains: one the knowledge base does not know. Keep
+                    # the first exception and the first other error line per rank (bounded).
+                    ukey = (si, rank, host, bool(exc))
                     if ukey not in unexplained_seen and len(unexplained) < MAX_UNEXPLAINED:
                         unexplained_seen.add(ukey)
                         ts, year = self._time_of(text, year, block, lo, st)
@@ -285,12 +330,25 @@ class Engine:
         return lines_before, offset
 
 
-def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: int = 3) -> None:
+# A text-index suggestion becomes a probable cause only when it is a clear winner: at least this
+# share of the query's terms (times 0.3, the index's confidence scale) and twice the runner-up.
+PROBABLE_MIN_CONFIDENCE = 0.12
+PROBABLE_MARGIN = 2.0
+
+
+def suggest_related(
+    report: dict[str, Any],
+    kb_dir: str | None = None,
+    limit: int = 3,
+    pack: dict[str, Any] | None = None,
+) -> None:
     """When no rule fired but the log holds errors no entry recognises, add `related`: the
-    entries closest to those errors in the full-text index, with a low confidence (a hint for
-    the reader, never a diagnosis). Builds the per-user index on first use."""
+    entries closest to those errors in the full-text index, with a low confidence. With the
+    pack, a clear winner becomes the report's probable cause (verdict `probable`, labelled as
+    coming from the text index), with the error lines it matched and its confirm commands.
+    Builds the per-user index on first use."""
     errors = report.get("unrecognised_errors") or []
-    if report["verdict"] != "no-match" or not errors:
+    if report["verdict"] != "none" or not errors:
         report["related"] = []
         return
     from ..index import related_entries
@@ -301,3 +359,35 @@ def suggest_related(report: dict[str, Any], kb_dir: str | None = None, limit: in
         report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
     except KBError:
         report["related"] = []  # a broken knowledge base only costs the suggestions
+    if pack is not None:
+        _promote_clear_winner(report, pack, errors)
+
+
+def _promote_clear_winner(
+    report: dict[str, Any], pack: dict[str, Any], errors: list[dict[str, Any]]
+) -> None:
+    from .explain import entry_json
+
+    related = report["related"]
+    if not related:
+        return
+    best = related[0]
+    second = related[1]["confidence"] if len(related) > 1 else 0.0
+    if (
+        best["confidence"] < PROBABLE_MIN_CONFIDENCE
+        or best["confidence"] < PROBABLE_MARGIN * second
+    ):
+        return
+    entry = next((e for e in pack["entries"] if e["id"] == best["id"]), None)
+    if entry is None or entry["role"] != "root-cause":
+        return
+    cand = entry_json(entry, best["confidence"], errors[:3])
+    report["verdict"] = "probable"
+    report["probable"] = [cand]
+    report["probable_basis"] = "text-index"
+    report["confirm"] = [
+        {"entry": entry["id"], "check": c["check"], "command": c["command"], "shows": c["shows"]}
+        for c in entry.get("checklist", [])
+        if c.get("read_only")
+    ][:3]
+    report["tell_apart"] = report["confirm"]
