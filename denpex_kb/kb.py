@@ -177,6 +177,54 @@ def load_tags(root: Path) -> tuple[dict[str, str], list[Problem]]:
     return tags, problems
 
 
+# Entry fields that are code or log text: shown verbatim in code blocks, never as Markdown.
+_VERBATIM_FIELDS = {
+    ("signals", "pattern"),
+    ("signals", "source", "quote"),
+    ("examples", "log"),
+    ("checklist", "command"),
+    ("fix", "snippets", "code"),
+    ("verify", "command"),
+}
+_CODE_SPANS = re.compile(r"(`+)(?:.+?)\1", re.S)
+_IMAGE = re.compile(r"!\[[^\]]*\]\s*[(\[]")
+_EMBED = re.compile(r"<\s*/?\s*(?:img|iframe|frame|object|embed|video|audio|source|link)\b", re.I)
+_LINK_TARGET = re.compile(
+    r"\]\(\s*<?\s*([a-zA-Z][a-zA-Z0-9+.-]*):|^\s*\[[^\]]+\]:\s*<?\s*([a-zA-Z][a-zA-Z0-9+.-]*):",
+    re.M,
+)
+
+
+def hub_text_problems(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple, str]]:
+    """Entry text is rendered into the hub: refuse what would load or run something there
+    (images, iframes and other embeds, links that are not http(s) or relative)."""
+    out: list[tuple[tuple, str]] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.extend(hub_text_problems(v, path + (k,)))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out.extend(hub_text_problems(v, path + (i,)))
+    elif isinstance(data, str):
+        if tuple(p for p in path if isinstance(p, str)) in _VERBATIM_FIELDS:
+            return out
+        text = _CODE_SPANS.sub("", data)
+        if _IMAGE.search(text):
+            out.append((path, "images are not allowed in entry text (the hub loads nothing)"))
+        m = _EMBED.search(text)
+        if m:
+            out.append(
+                (path, f"HTML {m.group(0).strip()!r}...> is not allowed in entry text (no embeds)")
+            )
+        for lm in _LINK_TARGET.finditer(text):
+            scheme = (lm.group(1) or lm.group(2)).lower()
+            if scheme not in ("http", "https"):
+                out.append(
+                    (path, f"link target {scheme + ':'!r} not allowed (http(s) or relative)")
+                )
+    return out
+
+
 def _check_entry(
     data: dict[str, Any], doc: Located, path: Path, root: Path, tags: dict[str, str]
 ) -> list[Problem]:
@@ -188,6 +236,8 @@ def _check_entry(
         line, col = doc.where_key(p) if key else doc.where(p)
         out.append(Problem(fname, line, col, format_path(p), msg))
 
+    for p, msg in hub_text_problems(data):
+        add(p, msg)
     if data["id"] != path.stem:
         add(("id",), f"id {data['id']!r} does not match file name {path.name!r}")
     if data["phase"] != path.parent.name:

@@ -110,18 +110,32 @@ class Hub:
 # Markdown helpers
 
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+_BACKTICKS = re.compile(r"`+")
+# Outside code, these never reach Markdown as themselves: `<` and `&` would start raw HTML or an
+# entity, `{` and `}` an attribute list (`{ onmouseover=... }`).
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", "{": "&#123;", "}": "&#125;"}
 
 
 def prose(text: str) -> str:
-    """Author Markdown, made safe to embed: `<placeholder>` outside code is shown, not eaten.
+    """Author Markdown, made safe to embed: entry text is untrusted.
 
-    Entry text is Markdown, but it never contains raw HTML; a `<ckpt_dir>` placeholder would
-    otherwise vanish as an unknown tag. Code spans and fenced blocks are left untouched.
+    Outside code, `<`, `&`, `{` and `}` are written as entities, so entry text can carry no raw
+    HTML and no attribute list, and a `<ckpt_dir>` placeholder is shown, not eaten as an unknown
+    tag. Code spans and fenced blocks are left untouched. Code spans are found the way Markdown
+    finds them (a backslash-escaped backtick opens none), so no text can pass for code here and
+    be raw HTML there. Link targets and images are restricted later, in the rendered tree
+    (`denpex_kb.mdsafe`).
     """
     out: list[str] = []
+    para: list[str] = []  # a run of text lines: code spans may cross lines, not blank ones
     in_fence: str | None = None
+
+    def flush() -> None:
+        if para:
+            out.extend(_escape_text("\n".join(para)).split("\n"))
+            para.clear()
+
     for line in text.strip("\n").split("\n"):
         m = _FENCE.match(line)
         if in_fence:
@@ -130,18 +144,52 @@ def prose(text: str) -> str:
                 in_fence = None
             continue
         if m:
+            flush()
             in_fence = m.group(2)
             out.append(line)
             continue
-        parts: list[str] = []
-        pos = 0
-        for cm in _CODE_SPAN.finditer(line):
-            parts.append(_escape_html(line[pos : cm.start()]))
-            parts.append(cm.group(0))
-            pos = cm.end()
-        parts.append(_escape_html(line[pos:]))
-        out.append("".join(parts))
+        if not line.strip():
+            flush()
+            out.append(line)
+            continue
+        para.append(line)
+    flush()
     return "\n".join(out)
+
+
+def _escape_text(line: str) -> str:
+    parts: list[str] = []
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "\\" and i + 1 < n:
+            nxt = line[i + 1]
+            parts.append(_TEXT_ESCAPES[nxt] if nxt in _TEXT_ESCAPES else "\\" + nxt)
+            i += 2
+            continue
+        if c == "`":
+            run = _BACKTICKS.match(line, i)
+            assert run is not None
+            ticks = run.group(0)
+            close = _closing_run(line, run.end(), len(ticks))
+            if close is None:
+                parts.append(ticks)  # no code span: literal backticks
+                i = run.end()
+            else:
+                parts.append(line[i:close])
+                i = close
+            continue
+        parts.append(_TEXT_ESCAPES.get(c, c))
+        i += 1
+    return "".join(parts)
+
+
+def _closing_run(line: str, start: int, width: int) -> int | None:
+    """End of the first backtick run of exactly `width` after `start`, or None."""
+    for m in _BACKTICKS.finditer(line, start):
+        if len(m.group(0)) == width:
+            return m.end()
+    return None
 
 
 def _escape_html(s: str) -> str:
@@ -285,8 +333,10 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     add(
         front_matter(
             {
-                "title": entry.title,
-                "description": entry.summary,
+                # MkDocs and Material write page titles and meta values into the HTML as they
+                # are (nav, <title>, header, meta description): they must be HTML already.
+                "title": html_text(entry.title),
+                "description": html_text(entry.summary),
                 "tags": list(entry.tags),
                 "search": {"boost": boost},
                 "denpex_entry": entry.id,
