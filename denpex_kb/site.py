@@ -891,18 +891,34 @@ def build_site(
     overrides: dict[str, Any] = {"strict": True}
     if site_dir is not None:
         overrides["site_dir"] = str(Path(site_dir).resolve())
+    from . import atomic
+
     try:
         cfg = load_config(config_file=str(config_file), **overrides)
         if kb_dir is not None:
             cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
-        cfg.plugins.on_startup(command="build", dirty=False)
-        try:
-            build(cfg)
-        finally:
-            cfg.plugins.on_shutdown()
+        # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
+        # and two builds of the same hub take turns.
+        final = Path(cfg["site_dir"])
+        with atomic.lock(final):
+            atomic.remove_stale(final)
+            tmp = atomic.make_tmp_dir(final)
+            try:
+                cfg["site_dir"] = str(tmp)
+                cfg.plugins.on_startup(command="build", dirty=False)
+                try:
+                    build(cfg)
+                finally:
+                    cfg.plugins.on_shutdown()
+                atomic.replace_dir(tmp, final)
+            finally:
+                if tmp.exists():
+                    import shutil
+
+                    shutil.rmtree(tmp, ignore_errors=True)
     except MkDocsException as exc:
         detail = "\n".join(collect.messages) or str(exc) or "the hub build failed"
         raise SiteBuildError(detail) from None
     finally:
         logger.removeHandler(collect)
-    return Path(cfg.site_dir)
+    return final

@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..termsafe import escape_controls
 from .attribute import ElasticSummary
 from .evaluate import Firing, Hit
 
@@ -356,7 +357,7 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         out.append("\n" + c("EVIDENCE", "1"))
         for ev in rc["evidence"]:
             out.append(f"  {_where(ev)}")
-            out.append(f"    {ev['text'].strip()}")
+            out.append(f"    {escape_controls(ev['text'].strip())}")
         out.append("\n" + c("FIX", "1"))
         for i, step in enumerate(rc["fix"]["steps"], 1):
             out.append(f"  {i}. {step.strip()}")
