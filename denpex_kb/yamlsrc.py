@@ -60,10 +60,35 @@ def _pos(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
+# Bounds on what one document may cost. An entry is a few hundred values nested a few levels;
+# these are far above that and far below what hurts: a "billion laughs" alias bomb expands to
+# more than MAX_VALUES values and is refused at the alias that crosses the budget, and nesting
+# deeper than MAX_DEPTH is refused before anything recursive (composer, builder) sees it.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH, from the parser's event stream (not recursive)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                m = event.start_mark
+                raise YamlProblem(
+                    m.line + 1, m.column + 1, f"YAML nested deeper than {MAX_DEPTH} levels"
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def load_located(text: str) -> Located:
     """Parse one YAML document strictly. Raises YamlProblem on syntax errors, non-plain tags,
-    duplicate keys, non-string keys and empty documents."""
+    duplicate keys, non-string keys, empty documents, nesting deeper than MAX_DEPTH and
+    documents that expand (through aliases) to more than MAX_VALUES values."""
     try:
+        _check_depth(text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -76,8 +101,18 @@ def load_located(text: str) -> Located:
     values: dict[Path, tuple[int, int]] = {}
     keys: dict[Path, tuple[int, int]] = {}
     constructor = yaml.constructor.SafeConstructor()
+    budget = [MAX_VALUES]
 
     def build(n: yaml.Node, path: Path) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            line, col = _pos(n)
+            raise YamlProblem(
+                line,
+                col,
+                f"YAML expands to more than {MAX_VALUES:,} values (aliases repeating "
+                "anchored content: an alias bomb?)",
+            )
         values[path] = _pos(n)
         if n.tag not in _PLAIN_TAGS:
             line, col = _pos(n)
