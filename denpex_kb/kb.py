@@ -307,6 +307,15 @@ def _check_entry(
                 ("signals", i, "pattern"),
                 "regex matches the empty string, so it matches every line",
             )
+        else:
+            from .redos import problems as backtracking_problems
+
+            for finding in backtracking_problems(pat, bool(sig.get("ignore_case"))):
+                add(
+                    ("signals", i, "pattern"),
+                    f"regex is super-linear under backtracking ({finding}); the rule pack's "
+                    "JavaScript and Python consumers would hang on a hostile line: rewrite it",
+                )
         src = sig["source"]
         if (
             src["kind"] == "captured-log"

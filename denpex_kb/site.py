@@ -287,13 +287,18 @@ def key_error_lines(entry: Entry) -> list[str]:
     Lines containing an example's `evidence` come first; otherwise lines where one of the
     entry's (non-veto) signals matches. Deduplicated, in log order, at most MAX_KEY_LINES.
     """
+    import re2  # RE2, as the engine: a pattern can be fast in RE2 and hang Python's `re`
+
     wanted_ids = set(entry.match.all) | set(entry.match.any)
     patterns = []
+    opts = re2.Options()
+    opts.log_errors = False
     for s in entry.signals:
         if s.id in wanted_ids:
+            opts.case_sensitive = not s.ignore_case
             try:
-                patterns.append(re.compile(s.pattern, re.I if s.ignore_case else 0))
-            except re.error:  # pragma: no cover - the loader rejects these
+                patterns.append(re2.compile(s.pattern, opts))
+            except Exception:  # pragma: no cover - the loader rejects these  # noqa: BLE001
                 continue
     seen: set[str] = set()
     out: list[str] = []
