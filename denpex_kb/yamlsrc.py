@@ -68,19 +68,27 @@ MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
 
-def _check_depth(text: str) -> None:
-    """Refuse nesting deeper than MAX_DEPTH, from the parser's event stream (not recursive)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                m = event.start_mark
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing nesting deeper than MAX_DEPTH while it composes (before the
+    composer's own recursion can run out of stack)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):  # noqa: ANN001, ANN201 - PyYAML's signature
+        if self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            if self._depth >= MAX_DEPTH:
+                m = self.peek_event().start_mark
                 raise YamlProblem(
                     m.line + 1, m.column + 1, f"YAML nested deeper than {MAX_DEPTH} levels"
                 )
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
+            self._depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+        return super().compose_node(parent, index)
 
 
 def load_located(text: str) -> Located:
@@ -88,8 +96,7 @@ def load_located(text: str) -> Located:
     duplicate keys, non-string keys, empty documents, nesting deeper than MAX_DEPTH and
     documents that expand (through aliases) to more than MAX_VALUES values."""
     try:
-        _check_depth(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
