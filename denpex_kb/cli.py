@@ -532,6 +532,11 @@ def match_cmd(
     except (OSError, IndexError_):
         report["related"] = []  # suggestions are a hint; an unusable cache only costs them
     report = _displayable(report)
+    if fmt != "json":
+        from .termsafe import escape_controls
+
+        for w in report.get("warnings", []):
+            click.echo(f"denpex-kb: warning: {escape_controls(w)}", err=True)
     if fmt == "json":
         import json
 
