@@ -130,11 +130,13 @@ def load_rulepack(
     for _ in range(3):
         fingerprint = kb_fingerprint(root)
         cached = cache_dir() / f"rulepack-{fingerprint}.json"
+        data = None
         try:
-            with open(cached, "rb") as f:
-                data = f.read(MAX_RULEPACK_BYTES + 1)
+            if cached.is_file():  # never a FIFO or device planted in the cache
+                with open(cached, "rb") as f:
+                    data = f.read(MAX_RULEPACK_BYTES + 1)
         except OSError:
-            data = None
+            pass
         if data is not None:
             pack = _verified(data)
             if pack is not None:
