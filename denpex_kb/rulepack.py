@@ -681,19 +681,11 @@ def load_pack(path: str | Path, validate: bool = True) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: never a half-written file."""
-    import os
-    import tempfile
+    """Write via a temporary file in the same folder and rename: never a half-written file
+    (with the user's umask; see `denpex_kb.atomic`)."""
+    from .atomic import write_file
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(Path(path), data)
 
 
 def export(kb: m.KnowledgeBase, output: Path, vectors: Path | None = None) -> dict[str, Any]:

@@ -147,8 +147,17 @@ class Engine:
         unexplained: list[Hit] = []
         pmap = ProcessMap()
         facts = FactCollector(self.fact_spec)
+        # A file in a folder that cannot be read (or a truncated archive) is a warning; the
+        # rest of the input is still diagnosed. A file named on the command line is an error.
+        warnings: list[str] = []
         for si, src in enumerate(sources):
-            stream = streams[si] if streams is not None else open_source(src)
+            try:
+                stream = streams[si] if streams is not None else open_source(src)
+            except InputError as exc:
+                if not src.in_folder:
+                    raise
+                warnings.append(str(exc))
+                continue
             try:
                 n_lines, n_bytes = self._scan_source(
                     si,
@@ -163,10 +172,18 @@ class Engine:
                     facts,
                     pmap,
                 )
+            except InputError as exc:
+                if not src.in_folder:
+                    raise
+                warnings.append(f"{exc}; diagnosed what was read before")
+                continue
             finally:
+                warnings.extend(getattr(stream, "warnings", ()))
                 if streams is None and src.path is not None:
                     stream.close()
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
+        if not inputs and warnings:
+            raise InputError(warnings[0])
         self._resolve_ranks(hits, unexplained, pmap, summary, seen_ranks)
         firings = evaluate(self.entries, self.sig_index, hits, printed)
         cands = build_candidates(firings, hits, self.sig_entry)
@@ -183,6 +200,7 @@ class Engine:
         report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
         report["facts"] = facts.as_json()
         report["inputs"] = inputs
+        report["warnings"] = warnings
         report["rulepack"] = {
             "content_hash": self.pack["content_hash"],
             "kb_version": self.pack["kb_version"],
