@@ -1376,3 +1376,72 @@ def _(ctx: Ctx) -> Output:
         if r.rc != 0:
             raise CaseFailed(f"ds_to_universal failed on {d}:\n{r.text[-3000:]}")
     return ctx.python("ucp_case.py", "load", str(d), "2", "universal", single=True, env=CPU)
+
+
+# --------------------------------------------------------------------------- build and launcher
+# environment: a script started without a launcher, a launcher flag that overrides the
+# environment, a JIT build without ninja
+
+
+@case(
+    "launch-no-launcher-mpi4py-missing",
+    "launcher",
+    "deepspeed.init_distributed() in a script started with plain python (no RANK/WORLD_SIZE/"
+    "MASTER_*/LOCAL_RANK) and no mpi4py: MPI discovery fails with ModuleNotFoundError",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("launch_init_dist.py", cwd=ctx.fresh("launch"))
+
+
+@case(
+    "launch-no-launcher-master-addr-empty",
+    "launcher",
+    "deepspeed.init_distributed() with all five variables present but MASTER_ADDR empty (a job "
+    "script whose address lookup printed nothing): torch's env:// check rejects it",
+)
+def _(ctx: Ctx) -> Output:
+    env = {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "MASTER_ADDR": "",
+        "MASTER_PORT": str(free_port()),
+    }
+    return ctx.python("launch_init_dist.py", cwd=ctx.fresh("launch"), env=env)
+
+
+@case(
+    "launch-torch-env-rendezvous-master-addr-unset",
+    "launcher",
+    "torch.distributed.init_process_group(init_method='env://') with RANK and WORLD_SIZE set but "
+    "no MASTER_ADDR/MASTER_PORT: ValueError ... MASTER_ADDR expected, but not set",
+)
+def _(ctx: Ctx) -> Output:
+    env = {"RANK": "0", "WORLD_SIZE": "1"}
+    return ctx.python("launch_torch_env_init.py", cwd=ctx.fresh("launch"), env=env)
+
+
+@case(
+    "launcher-ds-num-gpus-ignores-cuda-visible-devices",
+    "launcher",
+    "CUDA_VISIBLE_DEVICES=1 deepspeed --num_gpus 1: the launcher prints that it ignores the "
+    "variable and starts the rank on device 0",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29641)
+    argv = [ctx.bin("deepspeed"), "--num_gpus", "1", "--master_port", "29641"]
+    argv.append(ctx.script("launch_show_visible_devices.py"))
+    return ctx.run(argv, cwd=ctx.fresh("launch"), env={"CUDA_VISIBLE_DEVICES": "1"}, timeout=300)
+
+
+@case(
+    "ops-jit-cpu-adam-no-ninja",
+    "ops",
+    "JIT cpu_adam with no ninja on PATH: DeepSpeed's 'ninja not being installed' RuntimeError "
+    "(chained to torch's verify_ninja_availability)",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-noninja")
+    env = {"PATH": "/nonexistent", "TORCH_EXTENSIONS_DIR": str(ext)}
+    return ctx.python("op_load.py", "CPUAdamBuilder", env=env)
