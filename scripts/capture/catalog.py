@@ -1445,3 +1445,27 @@ def _(ctx: Ctx) -> Output:
     ext = ctx.fresh("ext-noninja")
     env = {"PATH": "/nonexistent", "TORCH_EXTENSIONS_DIR": str(ext)}
     return ctx.python("op_load.py", "CPUAdamBuilder", env=env)
+
+
+@case(
+    "ops-jit-cpu-adam-2ranks-slow-build-failure",
+    "ops",
+    "torchrun, 2 ranks load cpu_adam into one fresh TORCH_EXTENSIONS_DIR; the compiler is a wrapper "
+    "that runs g++ after 20 s with a forced missing -include, so the build fails while the other "
+    "rank waits on torch's lock file: that rank then cannot open the .so that was never written",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-2ranks-slowfail")
+    tools = ctx.fresh("slow-cxx")
+    cxx = tools / "g++-slow-fail"
+    cxx.write_text(
+        "#!/bin/sh\n"
+        "# capture helper: a compile that fails after 20 s (a real g++ error)\n"
+        "sleep 20\n"
+        'exec g++ "$@" -include /nonexistent/capture-forced-error.h\n'
+    )
+    cxx.chmod(0o755)
+    argv = [ctx.bin("torchrun"), "--nproc_per_node", "2", "--master_port", str(free_port())]
+    argv += [ctx.script("op_load.py"), "CPUAdamBuilder"]
+    env = {"CXX": str(cxx), "CC": str(cxx), "TORCH_EXTENSIONS_DIR": str(ext)}
+    return ctx.run(argv, cwd=ctx.fresh("launch"), env=env, timeout=400)
