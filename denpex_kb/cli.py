@@ -382,6 +382,67 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
     )
 
 
+MAX_STDIN_FOR_RUN = 256 << 20
+
+
+def _stdin_bytes(sources: list) -> bytes | None:  # noqa: ANN001 - engine.Source
+    """stdin read once (bounded), so that --run can diagnose it a second time."""
+    if not any(src.path is None for src in sources):
+        return None
+    data = sys.stdin.buffer.read(MAX_STDIN_FOR_RUN + 1)
+    if len(data) > MAX_STDIN_FOR_RUN:
+        raise UserError("--run keeps stdin in memory: give a file for inputs over 256 MiB")
+    return data
+
+
+def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack) -> dict:  # noqa: ANN001
+    import io
+
+    from .engine import Source, open_source, suggest_related
+
+    if stdin_data is None and not extra:
+        report = engine.analyse(sources)
+    else:
+        streams = [
+            io.BytesIO(stdin_data or b"") if src.path is None else open_source(src)
+            for src in sources
+        ]
+        srcs = list(sources)
+        if extra:
+            srcs.append(Source("<checks>", None))
+            streams.append(io.BytesIO(extra))
+        try:
+            report = engine.analyse(srcs, streams=streams)
+        finally:
+            for st in streams:
+                st.close()
+    suggest_related(report, kb_dir, pack=pack)
+    return report
+
+
+def _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run: bool) -> dict:  # noqa: ANN001
+    from .confirm import checks, run_checks, transcript
+
+    items = checks(report)
+    if not items:
+        click.echo("denpex-kb: no read-only check settles this verdict", err=True)
+        return report
+    for c in items:
+        state = "" if c.runnable else "  (fill in the <placeholders>; not run)"
+        click.echo(f"check [{c.entry}] $ {c.command}{state}", err=True)
+    if not run:
+        return report
+    results = run_checks(items)
+    for r in results:
+        click.echo(f"ran $ {r.check.command} (exit {r.returncode})\n{r.output.rstrip()}", err=True)
+    again = _diagnose(engine, sources, stdin_data, transcript(results), kb_dir, pack)
+    again["checks_run"] = [
+        {"entry": r.check.entry, "command": r.check.command, "returncode": r.returncode}
+        for r in results
+    ]
+    return again
+
+
 def _built_hub_url() -> str | None:
     """file:// URL of the docs hub built next to the bundled knowledge base, if there is one
     (found without importing the loader: `match` must start fast)."""
@@ -407,12 +468,26 @@ def _built_hub_url() -> str | None:
     show_default=True,
 )
 @click.option("--color/--no-color", default=None, help="Colour (default: only on a terminal).")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="List the read-only commands that would settle the verdict (df, lsof, dmesg...).",
+)
+@click.option(
+    "--run",
+    "run_checks",
+    is_flag=True,
+    help="With --check: run those commands here (read-only ones only), then diagnose again "
+    "with their output. Never the default.",
+)
 def match_cmd(
     paths: tuple[str, ...],
     kb_dir: Path | None,
     rules_path: Path | None,
     fmt: str,
     color: bool | None,
+    check: bool,
+    run_checks: bool,
 ) -> None:
     """Find the failure in a log: files, .gz, folders of per-rank logs, or stdin ('-' or none).
 
@@ -424,15 +499,18 @@ def match_cmd(
 
     if (not paths or paths == ("-",)) and sys.stdin.isatty():
         raise UserError("give a log file or folder, or pipe a log on stdin")
+    if run_checks and not check:
+        raise UserError("--run only goes with --check")
     try:
         sources = collect_sources(list(paths))
         pack = load_rulepack(rules_path, kb_dir)
-        report = Engine(pack).analyse(sources)
+        engine = Engine(pack)
+        stdin_data = _stdin_bytes(sources) if run_checks else None
+        report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack)
+        if check:
+            report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
     except (InputError, RulesError) as exc:
         raise UserError(str(exc)) from None
-    from .engine import suggest_related
-
-    suggest_related(report, kb_dir)
     if fmt == "json":
         import json
 
@@ -446,7 +524,76 @@ def match_cmd(
 
         use_color = sys.stdout.isatty() if color is None else color
         click.echo(render_text(report, color=use_color, hub=_built_hub_url()), nl=False)
-    sys.exit(0 if report["verdict"] == "match" else 1)
+    sys.exit(0 if report["verdict"] == "confident" else 1)
+
+
+@main.command("eval")
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "holdout", "all"]),
+    default="all",
+    show_default=True,
+    help="Only the cases of this split.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@_kb_option
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Compare with these per-case outcomes; exit 1 if a case that was right is not now.",
+)
+@click.option("--bless", is_flag=True, help="Rewrite the --baseline file with today's outcomes.")
+def eval_cmd(
+    dirs: tuple[Path, ...],
+    split: str,
+    fmt: str,
+    kb_dir: Path | None,
+    baseline: Path | None,
+    bless: bool,
+) -> None:
+    """Score the matcher on labelled corpus cases (the .log files under DIRS, see
+    tests/corpus/README.md): top-1, top-3, abstain and confident-wrong rates, calibration,
+    confusion. Exit codes: 0 done, 1 a regression versus --baseline, 2 usage or corpus error."""
+    from . import evaluation as ev
+    from .corpus import CorpusError, load_cases
+    from .engine import InputError, RulesError
+
+    if bless and (baseline is None or split != "all"):
+        raise UserError("--bless needs --baseline FILE and the whole corpus (--split all)")
+    try:
+        cases = [c for c in load_cases(list(dirs)) if split in ("all", c.split)]
+    except CorpusError as exc:
+        raise _problems(
+            exc.problems, f"corpus is invalid ({len(exc.problems)} problem(s))"
+        ) from None
+    try:
+        run = ev.evaluate_cases(cases, kb_dir)
+        comparison = None
+        if baseline is not None and not bless:
+            comparison = ev.compare(run.results, ev.read_baseline(baseline), str(baseline))
+    except (InputError, RulesError, ev.BaselineError) as exc:
+        raise UserError(str(exc)) from None
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps(ev.to_json(run, comparison), indent=2, ensure_ascii=False))
+    else:
+        click.echo(ev.render_text(run, comparison), nl=False)
+    if bless:
+        assert baseline is not None
+        try:
+            ev.write_baseline(baseline, run.results)
+        except OSError as exc:
+            raise UserError(f"cannot write {baseline}: {exc.strerror}") from None
+        click.echo(f"blessed {len(run.results)} case(s) into {baseline}", err=True)
+    if comparison is not None and comparison.regressions:
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

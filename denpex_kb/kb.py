@@ -143,6 +143,28 @@ def compile_re2(pattern: str, ignore_case: bool = False) -> str | None:
     return None
 
 
+def fact_condition_problems(cond: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """Problems of one `match.facts` condition: unknown fact, unknown field, a bad regex."""
+    from .factspec import fact_fields
+
+    fields = fact_fields()
+    if cond["fact"] not in fields:
+        return [(("fact",), f"unknown fact {cond['fact']!r} (known: {', '.join(sorted(fields))})")]
+    out: list[tuple[tuple[str, ...], str]] = []
+    for part in ("where", "test"):
+        for fname, ops in (cond.get(part) or {}).items():
+            if fname not in fields[cond["fact"]]:
+                out.append(((part, fname), f"fact {cond['fact']!r} has no field {fname!r}"))
+            for op, val in ops.items():
+                if op in ("matches", "not_matches") and compile_re2(val):
+                    out.append(((part, fname, op), f"not an RE2 pattern: {compile_re2(val)}"))
+                if isinstance(val, dict):
+                    for f in val.get("sum", []):
+                        if f not in fields[cond["fact"]]:
+                            out.append(((part, fname, op), f"no field {f!r} to sum"))
+    return out
+
+
 def _spec_problem(spec: str) -> str | None:
     try:
         SpecifierSet(spec)
@@ -232,7 +254,7 @@ def _check_entry(
 
     used: set[str] = set()
     rule = data["match"]
-    for clause in ("all", "any", "none"):
+    for clause in ("all", "any", "none", "weak"):
         for j, sid in enumerate(rule.get(clause, [])):
             used.add(sid)
             if sid not in signal_ids:
@@ -247,6 +269,9 @@ def _check_entry(
         msg = _spec_problem(cond["specifier"])
         if msg:
             add(("match", "versions", j, "specifier"), msg)
+    for j, cond in enumerate(rule.get("facts", [])):
+        for where, msg in fact_condition_problems(cond):
+            add(("match", "facts", j, *where), msg)
 
     for j, ver in enumerate(data["affected"]["versions"]):
         msg = _spec_problem(ver["specifier"])
@@ -345,6 +370,9 @@ def _build_entry(data: dict[str, Any], rel: str, root: Path) -> m.Entry:
             versions=tup(m.VersionCondition(**v) for v in rule.get("versions", [])),
             window_lines=rule.get("window_lines"),
             fatal=bool(rule.get("fatal", True)),
+            weak=tup(rule.get("weak", [])),
+            facts=tup(rule.get("facts", [])),
+            explains=tup(rule.get("explains", [])),
         ),
         examples=tup(examples),
         not_the_cause=tup(m.NotTheCause(**n) for n in data.get("not_the_cause", [])),
@@ -427,6 +455,11 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
                 problems.append(
                     Problem(fname, line, col, f"look_alikes[{i}].id", f"unknown entry {la['id']!r}")
                 )
+        for j, ex in enumerate(doc.data["match"].get("explains", [])):
+            if ex["id"] not in known_ids or ex["id"] == doc.data["id"]:
+                line, col = doc.where(("match", "explains", j, "id"))
+                msg = f"unknown entry {ex['id']!r}" if ex["id"] != doc.data["id"] else "self"
+                problems.append(Problem(fname, line, col, f"match.explains[{j}].id", msg))
         for j, ex in enumerate(doc.data["examples"]):
             top = ex.get("expect_top")
             if top and top not in known_ids:

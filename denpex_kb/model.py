@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 PHASES: tuple[str, ...] = (
     "build",
@@ -85,6 +85,9 @@ class MatchRule:
     versions: tuple[VersionCondition, ...] = ()
     window_lines: int | None = None
     fatal: bool = True
+    weak: tuple[str, ...] = ()  # signals that make the entry a hypothesis, never a diagnosis
+    facts: tuple[dict[str, Any], ...] = ()  # conditions over facts (docs/rule-pack-format.md)
+    explains: tuple[dict[str, str], ...] = ()  # entries whose messages this failure causes
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class ChecklistItem:
     check: str
     command: str
     shows: str
+    read_only: bool = False  # only reads state: may be offered to run (`match --check --run`)
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def test_related_suggestions_for_unrecognised_errors(
 
     monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
     report = {
-        "verdict": "no-match",
+        "verdict": "none",
         "unrecognised_errors": [
             {
                 "file": "x.log",
@@ -115,6 +115,6 @@ def test_related_suggestions_for_unrecognised_errors(
     suggest_related(report)
     assert report["related"] == []
     # A match never gets suggestions.
-    report["verdict"] = "match"
+    report["verdict"] = "confident"
     suggest_related(report)
     assert report["related"] == []

@@ -23,6 +23,11 @@ class Hit:
     time: float | None  # own timestamp or the last one printed before it in the source
     text: str  # normalised line (prefix kept)
     signals: frozenset[int] = frozenset()  # global signal indices matched
+    # How the rank was found: prefix, marker, file-name, elastic-summary, pid, device, shard.
+    rank_via: str | None = None
+    # The pid/host/device a process line names (attribute.Process), resolved after the scan.
+    process: Any = None
+    weak_rank: int | None = None  # a rank-specific file name in the line (used last)
 
 
 @dataclass
@@ -34,6 +39,7 @@ class Firing:
     versions: str  # "ok", "unknown" (some condition could not be checked)
     unknown_conditions: int = 0
     point: Hit | None = None  # the line at which the rule became satisfied
+    partial: bool = False  # a hypothesis: some signals seen, the rule itself not satisfied
 
 
 @dataclass
@@ -142,11 +148,13 @@ def evaluate(
     for ei, e in enumerate(entries):
         rule = e["match"]
         ids = {s["id"]: sig_index[(ei, s["id"])] for s in e["signals"]}
-        if not any(by_sig.get(ids[s]) for s in rule["all"] + rule["any"]):
+        weak = rule.get("weak", [])
+        if not any(by_sig.get(ids[s]) for s in rule["all"] + rule["any"] + weak):
             continue
         vetoed, unknown = check_versions(rule["versions"], printed)
         if vetoed:
             continue
+        before = len(firings)
         scoped: dict[tuple, dict[str, list[Hit]]] = defaultdict(lambda: defaultdict(list))
         for sid, gi in ids.items():
             for h in by_sig.get(gi, ()):
@@ -189,4 +197,31 @@ def evaluate(
                     e, key, frozenset(matched), ev, "unknown" if unknown else "ok", unknown, point
                 )
             )
+        if len(firings) == before and e["role"] == "root-cause":
+            partial = _partial(e, ids, by_sig, unknown)
+            if partial is not None:
+                firings.append(partial)
     return firings
+
+
+def _partial(
+    e: dict[str, Any], ids: dict[str, int], by_sig: dict[int, list[Hit]], unknown: int
+) -> Firing | None:
+    """A root-cause entry whose rule did not fire but some of whose positive or weak signals were
+    seen (and none of its vetoing ones): a hypothesis for the differential, never a diagnosis on
+    its own (docs/rule-pack-format.md, "Hypotheses")."""
+    rule = e["match"]
+    if any(by_sig.get(ids[s]) for s in rule["none"]):
+        return None
+    seen = [s for s in rule["all"] + rule["any"] + rule.get("weak", []) if by_sig.get(ids[s])]
+    if not any(s in rule["any"] or s in rule.get("weak", []) for s in seen):
+        return None  # only context signals (an `all` banner, a frame): nothing failed
+    evidence = sorted(
+        {
+            (h.source, h.offset): h for s in seen for h in by_sig[ids[s]][:MAX_EVIDENCE_PER_SIGNAL]
+        }.values(),
+        key=lambda h: (h.source, h.offset),
+    )
+    point = evidence[0]
+    status = "unknown" if unknown else "ok"
+    return Firing(e, ("log",), frozenset(seen), evidence, status, unknown, point, partial=True)

@@ -1,0 +1,197 @@
+"""Differential diagnosis, facts, probable causes and consequences (issue: "Diagnose like an
+expert"). Every log here is composed from real message formats (the entries' quoted sources, GNU
+df's table layout, NCCL's WARN format, torch's CUDA-OOM message) and marked as such."""
+
+from __future__ import annotations
+
+import pytest
+
+from denpex_kb.engine import Engine, load_rulepack
+from denpex_kb.engine.facts import FactCollector, check, parse_size
+
+ERRNO28 = """Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    engine.save_checkpoint(args.out)
+OSError: [Errno 28] No space left on device: '/ckpt/run1/global_step400/mp_rank_00_model_states.pt'
+"""
+DF_FREE = """$ df -h /ckpt
+Filesystem      Size  Used Avail Use% Mounted on
+/dev/nvme1n1    1.8T  630G  1.1T  35% /ckpt
+"""
+DF_FULL = """$ df -h /ckpt
+Filesystem      Size  Used Avail Use% Mounted on
+/dev/nvme1n1    1.8T  1.8T     0 100% /ckpt
+"""
+DF_I_FULL = """$ df -i /ckpt
+Filesystem       Inodes    IUsed IFree IUse% Mounted on
+/dev/nvme1n1   12000000 12000000     0  100% /ckpt
+"""
+DF_SHM_FULL = """$ df -h /dev/shm
+Filesystem      Size  Used Avail Use% Mounted on
+shm              64M   64M     0 100% /dev/shm
+"""
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine(load_rulepack())
+
+
+def run(engine: Engine, text: str) -> dict:
+    return engine.analyse_bytes(text.encode())
+
+
+def hyp_ids(report: dict) -> list[str]:
+    return [h["id"] for h in report["differential"] + report["probable"]]
+
+
+def test_parse_size_units() -> None:
+    assert parse_size("35G") == 35 << 30
+    assert parse_size("20.00 MiB") == 20 << 20
+    assert parse_size("512 bytes") == 512
+    assert parse_size("4096") == 4096
+    assert parse_size("lots") is None
+
+
+def test_df_tables_become_typed_facts(engine: Engine) -> None:
+    r = run(engine, DF_FREE + DF_I_FULL)
+    blocks = r["facts"]["df_blocks"]["records"]
+    inodes = r["facts"]["df_inodes"]["records"]
+    assert blocks[0]["fields"]["use_pct"] == 35 and blocks[0]["fields"]["mount"] == "/ckpt"
+    assert blocks[0]["fields"]["avail"] == int(1.1 * (1 << 40))
+    # the same row shape under the df -i header is an inode record, not a block record
+    assert [i["fields"]["use_pct"] for i in inodes] == [100] and len(blocks) == 1
+
+
+def test_bare_errno28_is_a_differential_not_a_diagnosis(engine: Engine) -> None:
+    r = run(engine, ERRNO28)
+    assert r["verdict"] == "differential" and r["root_cause"] is None
+    ids = hyp_ids(r)
+    assert {"disk-full-enospc", "inode-exhaustion-enospc", "dev-shm-too-small"} <= set(ids)
+    assert "fastfilewriter-fd-leak-enospc" in ids
+    commands = " ".join(t["command"] for t in r["tell_apart"])
+    assert "df -h" in commands and "df -i" in commands and "lsof" in commands
+
+
+def test_errno28_with_free_df_never_says_really_full(engine: Engine) -> None:
+    r = run(engine, ERRNO28 + DF_FREE)
+    assert r["verdict"] == "differential"
+    assert "disk-full-enospc" not in hyp_ids(r)
+    ruled = {c["id"]: c for c in r["ruled_out"]}
+    assert "disk-full-enospc" in ruled
+    against = ruled["disk-full-enospc"]["facts_against"][0]
+    assert against["fact"] == "df_blocks" and "35%" in against["lines"][0]["text"]
+    commands = " ".join(t["command"] for t in r["tell_apart"])
+    assert "df -i" in commands and "lsof" in commands
+
+
+def test_errno28_with_full_df_is_really_full(engine: Engine) -> None:
+    r = run(engine, ERRNO28 + DF_FULL)
+    assert r["verdict"] == "confident"
+    assert r["root_cause"]["id"] == "disk-full-enospc"
+    assert r["root_cause"]["facts_for"][0]["fact"] == "df_blocks"
+
+
+def test_errno28_with_full_inodes_names_inode_exhaustion(engine: Engine) -> None:
+    r = run(engine, ERRNO28 + DF_FREE + DF_I_FULL)
+    assert r["verdict"] == "confident"
+    assert r["root_cause"]["id"] == "inode-exhaustion-enospc"
+
+
+def test_errno28_with_full_dev_shm_names_dev_shm(engine: Engine) -> None:
+    r = run(
+        engine,
+        ERRNO28.replace(
+            "/ckpt/run1/global_step400/mp_rank_00_model_states.pt", "/dev/shm/torch_123_456"
+        )
+        + DF_SHM_FULL,
+    )
+    assert r["verdict"] == "confident"
+    assert r["root_cause"]["id"] == "dev-shm-too-small"
+
+
+def test_fastfilewriter_writer_config_and_version_name_the_leak(engine: Engine) -> None:
+    banner = "deepspeed info ................... 0.19.0, unknown, unknown\n"
+    config = '[INFO] [config.py:1003:print_user_config]   json = {\n    "checkpoint":{\n        "writer":{\n            "type":"fast"\n        }\n    },\n'
+    r = run(engine, banner + config + ERRNO28 + DF_FREE)
+    assert r["verdict"] == "confident", hyp_ids(r)
+    assert r["root_cause"]["id"] == "fastfilewriter-fd-leak-enospc"
+    # outside the affected range the same log is not the leak
+    r = run(engine, banner.replace("0.19.0", "0.19.1") + config + ERRNO28 + DF_FREE)
+    assert r["root_cause"] is None or r["root_cause"]["id"] != "fastfilewriter-fd-leak-enospc"
+
+
+def test_sigkill_alone_is_probable_host_oom_with_its_confirm_command(engine: Engine) -> None:
+    log = (
+        "[2026-11-29 19:02:51,946] [ERROR] [launch.py:341:sigkill_handler] ['/usr/bin/python3', "
+        "'-u', 'train.py', '--local_rank=1'] exits with return code = -9\n"
+    )
+    r = run(engine, log)
+    assert r["verdict"] == "probable"
+    assert r["probable"][0]["id"] == "host-oom-killer-sigkill"
+    assert any("dmesg" in c["command"] for c in r["confirm"])
+
+
+def test_nccl_system_error_is_a_consequence_of_full_dev_shm(engine: Engine) -> None:
+    log = (
+        "[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+        "NCCL version 2.20.5\n"
+        "[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+        "failed or device error. \n"
+        "[rank3]: Last error:\n"
+        "[rank3]: Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes\n"
+    )
+    r = run(engine, log)
+    assert r["verdict"] == "confident", r["verdict"]
+    assert r["root_cause"]["id"] == "dev-shm-too-small"
+    assert r["initiating_rank"] == 3
+    conseq = {c["id"]: c for c in r["consequences"]}
+    assert conseq["nccl-system-error"]["caused_by"] == "dev-shm-too-small"
+    assert not any("probably independent" in n for n in r["notes"])
+
+
+def test_fragmentation_vetoed_when_request_exceeds_free_plus_reserved() -> None:
+    pack = load_rulepack()
+    collector = FactCollector(pack["globals"]["facts"])
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
+        "capacity of 79.15 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process "
+        "has 77.64 GiB memory in use. Of the allocated memory 73.20 GiB is allocated by PyTorch, and "
+        "3.12 GiB is reserved by PyTorch but unallocated."
+    )
+    assert collector.wants(line)
+    collector.observe(0, line, 1, 0, line)
+    entry = next(e for e in pack["entries"] if e["id"] == "cuda-oom-fragmentation")
+    (cond,) = entry["match"]["facts"]
+    assert check(cond, collector.records).state == "holds"  # 8 GiB > 1.5 + 3.12 GiB: veto
+    small = line.replace("8.00 GiB", "2.00 GiB")
+    collector = FactCollector(pack["globals"]["facts"])
+    collector.observe(0, small, 1, 0, small)
+    assert check(cond, collector.records).state == "fails"
+
+
+def test_fact_condition_is_unknown_without_records() -> None:
+    cond = {"fact": "df_blocks", "test": {"use_pct": {"lt": 90}}, "effect": "veto"}
+    assert check(cond, {}).state == "unknown"
+
+
+def test_slow_rank_in_a_barrier_is_named_without_inventing_a_sigkill(engine: Engine) -> None:
+    lines = [
+        "[rank0]: Running tokenizer on dataset:  41%|████      | 41000/100000 [29:12<42:01, 23.4 examples/s]"
+    ]
+    for r in (1, 2, 3):
+        lines.append(
+            f"[rank{r}]:[E1201 10:41:12.123456 1234 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=1800000) ran for 1800087 milliseconds before timing out."
+        )
+    lines.append(
+        "[rank0]: Running tokenizer on dataset:  42%|████▏     | 42000/100000 [29:55<41:18, 23.4 examples/s]"
+    )
+    r = run(engine, "\n".join(lines) + "\n")
+    assert r["initiating_rank"] == 0
+    assert r["initiating_basis"] == "absent-from-collateral-reports"
+    notes = " ".join(r["notes"])
+    assert "rank 0 is the slow rank" in notes
+    assert "SIGKILL" not in notes
