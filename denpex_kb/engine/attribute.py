@@ -154,7 +154,9 @@ class Attributor:
         return Attribution(content, text[: len(text) - len(content)], rank, kind, host, via)
 
     def file_rank(self, name: str) -> tuple[int | None, str | None]:
-        norm = name.replace("\\", "/")
+        # A file name need not be UTF-8 (os.fsdecode leaves surrogates, which RE2 refuses).
+        norm = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        norm = norm.replace("\\", "/")
         base = norm.rsplit("/", 1)[-1]
         for rx, groups, rk, whole in self.file_ranks:
             m = rx.search(norm if whole else base)
