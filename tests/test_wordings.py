@@ -8,8 +8,9 @@ and the wording in backticks, entries separated by semicolons, e.g.
     supported on your device.`
 
 A version label is a version (``v0.13.0``, ``2.1``, ``4.38.x``), a range of two (``v0.5.0-v0.9.5``)
-or an open range (``v0.16.0+``); words before it (``DeepSpeed``, ``torch``, ``transformers``) are
-free text. The wording is one concrete printed line (variables filled in with sample values), so
+or an open range (``v0.16.0+``), optionally followed by one parenthesised note before the colon
+(``v0.5.5+ (cpu_adagrad.py added in 8abdaee24): `...` ``); words before it (``DeepSpeed``,
+``torch``, ``transformers``) are free text. The wording is one concrete printed line (variables filled in with sample values), so
 it can be searched by the signal's pattern exactly as the engine searches a log line. This test
 keeps the description and the regex from drifting apart: widening a description without the
 regex, or narrowing the regex, fails here.
@@ -28,7 +29,9 @@ from denpex_kb.kb import load_kb
 BUNDLED = Path(os.environ.get("DENPEX_TEST_KB") or Path(__file__).resolve().parent.parent / "kb")
 
 _VERSION = r"v?\d+(?:\.(?:\d+|x))+"
-WORDING = re.compile(rf"(?<![\w.])({_VERSION}(?:\s*-\s*{_VERSION}|\+)?)\s*:\s*`([^`]+)`")
+WORDING = re.compile(
+    rf"(?<![\w.])({_VERSION}(?:\s*-\s*{_VERSION}|\+)?)(?:\s*\([^()]*\))?\s*:\s*`([^`]+)`"
+)
 
 
 def wordings(description: str) -> list[tuple[str, str]]:
@@ -56,6 +59,12 @@ def test_parser_reads_the_convention() -> None:
     ]
     # a version followed by prose, not a quoted wording, is not a wording
     assert wordings("fixed in v0.6.0: see the PR") == []
+    # one parenthesised note may sit between the label and the colon
+    assert wordings("v0.5.5+ (added in commit 8abdaee24, see `x`): `AttributeError: a`") == [
+        ("v0.5.5+", "AttributeError: a")
+    ]
+    # a version inside a note is not a label of its own
+    assert wordings("(first tag v0.13.0) and more") == []
 
 
 def test_convention_is_in_use() -> None:
