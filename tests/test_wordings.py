@@ -80,9 +80,7 @@ def test_every_described_wording_matches(name: str, signal) -> None:
     opts.case_sensitive = not signal.ignore_case
     rx = re2.compile(signal.pattern, opts)
     missed = [
-        f"{label}: {text!r}"
-        for label, text in wordings(signal.description)
-        if not rx.search(text)
+        f"{label}: {text!r}" for label, text in wordings(signal.description) if not rx.search(text)
     ]
     assert not missed, f"{name} pattern {signal.pattern!r} misses {missed}"
 
