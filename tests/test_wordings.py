@@ -10,10 +10,12 @@ and the wording in backticks, entries separated by semicolons, e.g.
 A version label is a version (``v0.13.0``, ``2.1``, ``4.38.x``), a range of two (``v0.5.0-v0.9.5``)
 or an open range (``v0.16.0+``), optionally followed by one parenthesised note before the colon
 (``v0.5.5+ (cpu_adagrad.py added in 8abdaee24): `...` ``); words before it (``DeepSpeed``,
-``torch``, ``transformers``) are free text. The wording is one concrete printed line (variables filled in with sample values), so
-it can be searched by the signal's pattern exactly as the engine searches a log line. This test
-keeps the description and the regex from drifting apart: widening a description without the
-regex, or narrowing the regex, fails here.
+``torch``, ``transformers``) are free text. The wording is one concrete printed line (variables
+filled in with sample values, a prefix of the line is fine), so it can be searched by the
+signal's pattern exactly as the engine searches a log line. A message that itself contains
+backticks cannot be quoted this way; describe it in prose. This test keeps the description and
+the regex from drifting apart: widening a description without the regex, or narrowing the
+regex, fails here.
 """
 
 from __future__ import annotations
