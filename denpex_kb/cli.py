@@ -54,7 +54,90 @@ def _load(kb_dir: Path | None):  # noqa: ANN202
         raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    """One line on stderr, then exit: how every failure ends."""
+    message = " ".join(str(message).split())
+    try:
+        click.echo(f"denpex-kb: error: {message}", err=True)
+    except OSError:
+        pass
+    _silence_stdout()
+    sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    """After a failed write to stdout, point it at /dev/null so that the interpreter's own
+    flush at exit does not print a second error."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in denpex-kb, never 1 (which means "no match")
+
+
+class _Main(click.Group):
+    """The command group, with every way out ending in one line on stderr: usage errors,
+    unwritable output (`> /dev/full`, a closed pipe), input the OS refuses, and bugs."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, **extra):  # noqa: ANN001, ANN201
+        import errno
+        import os
+
+        code = 0
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) else 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except click.UsageError as exc:
+            hint = f" (try '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            _fail(exc.format_message() + hint, exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            _silence_stdout()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            _fail("interrupted", 130)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except BrokenPipeError:
+            _silence_stdout()
+            sys.exit(EXIT_USAGE)
+        except OSError as exc:
+            reason = exc.strerror or os.strerror(exc.errno or errno.EIO) or type(exc).__name__
+            if exc.filename:
+                _fail(f"{exc.filename}: {reason}", EXIT_USAGE)
+            writing = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+            _fail(("cannot write the output: " if exc.errno in writing else "") + reason)
+        except MemoryError:
+            _fail("out of memory", EXIT_USAGE)
+        except RecursionError:
+            _fail("input nested too deeply", EXIT_USAGE)
+        except Exception as exc:  # a bug: say so in one line; DENPEX_KB_DEBUG=1 shows it
+            if os.environ.get("DENPEX_KB_DEBUG"):
+                raise
+            _fail(
+                f"internal error: {type(exc).__name__}: {exc} "
+                "(set DENPEX_KB_DEBUG=1 for the traceback)",
+                EXIT_INTERNAL,
+            )
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            _fail(f"cannot write the output: {exc.strerror or exc}", EXIT_USAGE)
+        sys.exit(code)
+
+
+@click.group(
+    cls=_Main,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="denpex-kb")
 def main() -> None:
     """denpex-kb: recognise DeepSpeed training failures, offline.
@@ -337,11 +420,22 @@ def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
     The hub is the same site `mkdocs build` makes from mkdocs.yml; open site/index.html from
     disk, it works offline.
     """
+    from .atomic import lock
+
+    kb = _load(kb_dir)
+    try:
+        with lock(dist_dir):  # two builds into the same dist/ take turns
+            _build(kb, kb_dir, site_dir, dist_dir)
+    except OSError as exc:
+        where = exc.filename or dist_dir
+        raise UserError(f"cannot write {where}: {exc.strerror or exc}") from None
+
+
+def _build(kb, kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:  # noqa: ANN001
     import time
 
     from . import site
 
-    kb = _load(kb_dir)
     t0 = time.perf_counter()
     outputs: list[tuple[str, Path]] = []
 
@@ -416,7 +510,12 @@ def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack) -> dict: 
         finally:
             for st in streams:
                 st.close()
-    suggest_related(report, kb_dir, pack=pack)
+    from .index import IndexError_
+
+    try:
+        suggest_related(report, kb_dir, pack=pack)
+    except (OSError, IndexError_):
+        report["related"] = []  # suggestions are a hint; an unusable cache only costs them
     return report
 
 
@@ -511,19 +610,27 @@ def match_cmd(
             report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
     except (InputError, RulesError) as exc:
         raise UserError(str(exc)) from None
+    report = _displayable(report)
+    if fmt != "json":
+        from .termsafe import escape_controls
+
+        for w in report.get("warnings", []):
+            click.echo(f"denpex-kb: warning: {escape_controls(w)}", err=True)
     if fmt == "json":
         import json
 
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    elif fmt == "markdown":
-        from .engine import render_markdown
-
-        click.echo(render_markdown(report), nl=False)
     else:
-        from .engine import render_text
+        shown = _terminal_safe(report)
+        if fmt == "markdown":
+            from .engine import render_markdown
 
-        use_color = sys.stdout.isatty() if color is None else color
-        click.echo(render_text(report, color=use_color, hub=_built_hub_url()), nl=False)
+            click.echo(render_markdown(shown), nl=False)
+        else:
+            from .engine import render_text
+
+            use_color = sys.stdout.isatty() if color is None else color
+            click.echo(render_text(shown, color=use_color, hub=_built_hub_url()), nl=False)
     sys.exit(0 if report["verdict"] == "confident" else 1)
 
 
@@ -594,6 +701,37 @@ def eval_cmd(
         click.echo(f"blessed {len(run.results)} case(s) into {baseline}", err=True)
     if comparison is not None and comparison.regressions:
         sys.exit(1)
+
+
+def _displayable(obj):  # noqa: ANN001, ANN202
+    """The report with file names that are not UTF-8 written as `\\xNN` (valid JSON/text)."""
+    from .termsafe import displayable_path
+
+    if isinstance(obj, str):
+        return displayable_path(obj)
+    if isinstance(obj, dict):
+        return {k: _displayable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_displayable(v) for v in obj]
+    return obj
+
+
+_LOG_DERIVED = frozenset({"text", "file", "host", "files", "notes", "warnings"})
+
+
+def _terminal_safe(obj, log_derived: bool = False):  # noqa: ANN001, ANN202
+    """The report with control characters escaped in what comes from the log or the file
+    system (log lines, file and host names, notes and warnings that quote them); the entry's
+    own text (fix steps, verify command) keeps its newlines."""
+    from .termsafe import escape_controls
+
+    if isinstance(obj, str):
+        return escape_controls(obj) if log_derived else obj
+    if isinstance(obj, dict):
+        return {k: _terminal_safe(v, log_derived or k in _LOG_DERIVED) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_terminal_safe(v, log_derived) for v in obj]
+    return obj
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -161,34 +161,43 @@ def build_index(kb: KnowledgeBase, dest: str | Path, fingerprint: str | None = N
     renamed into place only when complete, so a crash never leaves a half-built index."""
     from whoosh import index as windex
 
+    from . import atomic
     from ._whoosh import whoosh_schema
 
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = fingerprint or kb_fingerprint(kb.root)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        with _seeded_random(fingerprint):
-            ix = windex.create_in(str(tmp), whoosh_schema())
-            writer = ix.writer(compound=False)
-            for entry in sorted(kb.entries, key=lambda e: e.id):
-                writer.add_document(**entry_document(entry))
-            writer.commit(optimize=True)
-            ix.close()
-        marker = {"format": INDEX_FORMAT, "fingerprint": fingerprint, "entries": len(kb.entries)}
-        (tmp / MARKER).write_text(json.dumps(marker, sort_keys=True) + "\n")
-        if dest.exists():
-            old = dest.with_name(dest.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(dest, old)
-            os.replace(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic.lock(dest):
+        atomic.remove_stale(dest)
+        tmp = atomic.make_tmp_dir(dest)
+        try:
+            with _seeded_random(fingerprint):
+                ix = windex.create_in(str(tmp), whoosh_schema())
+                writer = ix.writer(compound=False)
+                for entry in sorted(kb.entries, key=lambda e: e.id):
+                    writer.add_document(**entry_document(entry))
+                writer.commit(optimize=True)
+                ix.close()
+            marker = {
+                "format": INDEX_FORMAT,
+                "fingerprint": fingerprint,
+                "entries": len(kb.entries),
+            }
+            atomic.write_file(tmp / MARKER, (json.dumps(marker, sort_keys=True) + "\n").encode())
+            _fix_modes(tmp)
+            atomic.replace_dir(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return dest
+
+
+def _fix_modes(folder: Path) -> None:
+    """whoosh writes its files with mkstemp's 0600; give them the user's umask."""
+    from .atomic import umask
+
+    for p in folder.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            os.chmod(p, 0o666 & ~umask())
 
 
 class IndexError_(Exception):
@@ -283,11 +292,29 @@ def cached_index(kb_dir: str | Path | None = None) -> TextIndex:
     from .kb import default_kb_dir, load_kb
 
     kb_dir = Path(kb_dir) if kb_dir is not None else default_kb_dir()
-    fingerprint = kb_fingerprint(kb_dir)
-    path = cache_dir() / "index" / fingerprint[:24]
-    if not (path / MARKER).is_file():
-        build_index(load_kb(kb_dir), path, fingerprint)
-    return TextIndex(path)
+    for _ in range(3):
+        fingerprint = kb_fingerprint(kb_dir)
+        path = cache_dir() / "index" / fingerprint[:24]
+        if (path / MARKER).is_file():
+            return TextIndex(path)
+        kb = load_kb(kb_dir)
+        if kb_fingerprint(kb_dir) != fingerprint:
+            continue  # edited while we read it: what we loaded is neither version's index
+        try:
+            build_index(kb, path, fingerprint)
+        except OSError:
+            # A read-only or full cache is no reason to fail: build a private one for this run.
+            return TextIndex(build_index(kb, _private_dir() / "index", fingerprint))
+        return TextIndex(path)
+    raise IndexError_(f"knowledge base {kb_dir} kept changing while it was read; try again")
+
+
+def _private_dir() -> Path:
+    import atexit
+
+    tmp = Path(tempfile.mkdtemp(prefix="denpex-kb-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    return tmp
 
 
 # Words every Python error line shares: a suggestion resting on these alone is no suggestion.

@@ -173,13 +173,48 @@ def _spec_problem(spec: str) -> str | None:
     return None
 
 
+MAX_FILE_BYTES = 8 << 20  # the largest entry today is under 64 KiB
+
+
+def read_text_file(path: Path) -> tuple[str, tuple[int, int, str] | None]:
+    """(text, None) for a readable UTF-8 regular file, else ("", (line, column, problem)).
+
+    Devices, FIFOs and sockets (an entry symlinked to /dev/zero) are refused without reading,
+    as are files over MAX_FILE_BYTES; bytes that are not UTF-8 are located exactly."""
+    import stat
+
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return "", (1, 1, f"cannot read: {exc.strerror}")
+    if not stat.S_ISREG(st.st_mode):
+        return "", (1, 1, "not a regular file (a device, FIFO or socket); refusing to read it")
+    if st.st_size > MAX_FILE_BYTES:
+        return "", (1, 1, f"file is {st.st_size:,} bytes; an entry is at most {MAX_FILE_BYTES:,}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return "", (1, 1, f"cannot read: {exc.strerror}")
+    if len(data) > MAX_FILE_BYTES:
+        return "", (1, 1, f"file is larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        col = len(data[line_start : exc.start].decode("utf-8", "replace")) + 1
+        bad = data[exc.start : exc.end].hex(" ")
+        return "", (line, col, f"not UTF-8 text: {exc.reason} (byte(s) {bad})")
+
+
 def load_tags(root: Path) -> tuple[dict[str, str], list[Problem]]:
     path = root / TAGS_FILE
     fname = _display(path)
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        return {}, [Problem(fname, 1, 1, "(tags)", f"cannot read tag vocabulary: {exc.strerror}")]
+    text, problem = read_text_file(path)
+    if problem is not None:
+        line, col, msg = problem
+        return {}, [Problem(fname, line, col, "(tags)", f"tag vocabulary: {msg}")]
     try:
         doc = load_located(text)
     except YamlProblem as exc:
@@ -199,8 +234,56 @@ def load_tags(root: Path) -> tuple[dict[str, str], list[Problem]]:
     return tags, problems
 
 
+# Entry fields that are code or log text: shown verbatim in code blocks, never as Markdown.
+_VERBATIM_FIELDS = {
+    ("signals", "pattern"),
+    ("signals", "source", "quote"),
+    ("examples", "log"),
+    ("checklist", "command"),
+    ("fix", "snippets", "code"),
+    ("verify", "command"),
+}
+_CODE_SPANS = re.compile(r"(`+)(?:.+?)\1", re.S)
+_IMAGE = re.compile(r"!\[[^\]]*\]\s*[(\[]")
+_EMBED = re.compile(r"<\s*/?\s*(?:img|iframe|frame|object|embed|video|audio|source|link)\b", re.I)
+_LINK_TARGET = re.compile(
+    r"\]\(\s*<?\s*([a-zA-Z][a-zA-Z0-9+.-]*):|^\s*\[[^\]]+\]:\s*<?\s*([a-zA-Z][a-zA-Z0-9+.-]*):",
+    re.M,
+)
+
+
+def hub_text_problems(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple, str]]:
+    """Entry text is rendered into the hub: refuse what would load or run something there
+    (images, iframes and other embeds, links that are not http(s) or relative)."""
+    out: list[tuple[tuple, str]] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.extend(hub_text_problems(v, path + (k,)))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out.extend(hub_text_problems(v, path + (i,)))
+    elif isinstance(data, str):
+        if tuple(p for p in path if isinstance(p, str)) in _VERBATIM_FIELDS:
+            return out
+        text = _CODE_SPANS.sub("", data)
+        if _IMAGE.search(text):
+            out.append((path, "images are not allowed in entry text (the hub loads nothing)"))
+        m = _EMBED.search(text)
+        if m:
+            out.append(
+                (path, f"HTML {m.group(0).strip()!r}...> is not allowed in entry text (no embeds)")
+            )
+        for lm in _LINK_TARGET.finditer(text):
+            scheme = (lm.group(1) or lm.group(2)).lower()
+            if scheme not in ("http", "https"):
+                out.append(
+                    (path, f"link target {scheme + ':'!r} not allowed (http(s) or relative)")
+                )
+    return out
+
+
 def _check_entry(
-    data: dict[str, Any], doc: Located, path: Path, root: Path, tags: dict[str, str]
+    data: dict[str, Any], doc: Located, path: Path, root: Path, tags: dict[str, str] | None
 ) -> list[Problem]:
     """Checks beyond the schema that concern one entry alone."""
     fname = _display(path)
@@ -210,12 +293,14 @@ def _check_entry(
         line, col = doc.where_key(p) if key else doc.where(p)
         out.append(Problem(fname, line, col, format_path(p), msg))
 
+    for p, msg in hub_text_problems(data):
+        add(p, msg)
     if data["id"] != path.stem:
         add(("id",), f"id {data['id']!r} does not match file name {path.name!r}")
     if data["phase"] != path.parent.name:
         add(("phase",), f"phase {data['phase']!r} does not match folder '{path.parent.name}/'")
     for i, tag in enumerate(data["tags"]):
-        if tag not in tags:
+        if tags is not None and tag not in tags:
             hint = _closest(tag, tags)
             add(
                 ("tags", i),
@@ -244,6 +329,15 @@ def _check_entry(
                 ("signals", i, "pattern"),
                 "regex matches the empty string, so it matches every line",
             )
+        else:
+            from .redos import problems as backtracking_problems
+
+            for finding in backtracking_problems(pat, bool(sig.get("ignore_case"))):
+                add(
+                    ("signals", i, "pattern"),
+                    f"regex is super-linear under backtracking ({finding}); the rule pack's "
+                    "JavaScript and Python consumers would hang on a hostile line: rewrite it",
+                )
         src = sig["source"]
         if (
             src["kind"] == "captured-log"
@@ -388,6 +482,8 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
             [Problem(_display(root), 1, 1, "(kb)", "knowledge base folder does not exist")]
         )
     tags, problems = load_tags(root)
+    # An unreadable tag vocabulary is one problem; entries are then not checked against it.
+    tags_known = bool(tags) or not problems
     parsed: list[tuple[Path, Located]] = []
     known_ids: set[str] = set()  # ids of every readable entry, so one bad entry does not cascade
     for path in _entry_files(root):
@@ -395,13 +491,13 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
         if path.suffix == ".yml":
             problems.append(Problem(fname, 1, 1, "(file)", "entries use the .yaml extension"))
             continue
-        try:
-            text = path.read_text("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(fname, 1, 1, "(file)", f"not UTF-8 text: {exc.reason}"))
-            continue
-        except OSError as exc:
-            problems.append(Problem(fname, 1, 1, "(file)", f"cannot read: {exc.strerror}"))
+        # Its id is known even when the file is unreadable: entries that refer to it must not
+        # report it as unknown (one broken file is one problem, not ten).
+        known_ids.add(path.stem)
+        text, problem = read_text_file(path)
+        if problem is not None:
+            line, col, msg = problem
+            problems.append(Problem(fname, line, col, "(file)", msg))
             continue
         try:
             doc = load_located(text)
@@ -416,7 +512,7 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
         schema_problems = _schema_problems(doc, fname)
         problems.extend(schema_problems)
         if not schema_problems:
-            problems.extend(_check_entry(doc.data, doc, path, root, tags))
+            problems.extend(_check_entry(doc.data, doc, path, root, tags if tags_known else None))
             parsed.append((path, doc))
 
     # Checks across entries.

@@ -110,18 +110,32 @@ class Hub:
 # Markdown helpers
 
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+_BACKTICKS = re.compile(r"`+")
+# Outside code, these never reach Markdown as themselves: `<` and `&` would start raw HTML or an
+# entity, `{` and `}` an attribute list (`{ onmouseover=... }`).
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", "{": "&#123;", "}": "&#125;"}
 
 
 def prose(text: str) -> str:
-    """Author Markdown, made safe to embed: `<placeholder>` outside code is shown, not eaten.
+    """Author Markdown, made safe to embed: entry text is untrusted.
 
-    Entry text is Markdown, but it never contains raw HTML; a `<ckpt_dir>` placeholder would
-    otherwise vanish as an unknown tag. Code spans and fenced blocks are left untouched.
+    Outside code, `<`, `&`, `{` and `}` are written as entities, so entry text can carry no raw
+    HTML and no attribute list, and a `<ckpt_dir>` placeholder is shown, not eaten as an unknown
+    tag. Code spans and fenced blocks are left untouched. Code spans are found the way Markdown
+    finds them (a backslash-escaped backtick opens none), so no text can pass for code here and
+    be raw HTML there. Link targets and images are restricted later, in the rendered tree
+    (`denpex_kb.mdsafe`).
     """
     out: list[str] = []
+    para: list[str] = []  # a run of text lines: code spans may cross lines, not blank ones
     in_fence: str | None = None
+
+    def flush() -> None:
+        if para:
+            out.extend(_escape_text("\n".join(para)).split("\n"))
+            para.clear()
+
     for line in text.strip("\n").split("\n"):
         m = _FENCE.match(line)
         if in_fence:
@@ -130,18 +144,52 @@ def prose(text: str) -> str:
                 in_fence = None
             continue
         if m:
+            flush()
             in_fence = m.group(2)
             out.append(line)
             continue
-        parts: list[str] = []
-        pos = 0
-        for cm in _CODE_SPAN.finditer(line):
-            parts.append(_escape_html(line[pos : cm.start()]))
-            parts.append(cm.group(0))
-            pos = cm.end()
-        parts.append(_escape_html(line[pos:]))
-        out.append("".join(parts))
+        if not line.strip():
+            flush()
+            out.append(line)
+            continue
+        para.append(line)
+    flush()
     return "\n".join(out)
+
+
+def _escape_text(line: str) -> str:
+    parts: list[str] = []
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "\\" and i + 1 < n:
+            nxt = line[i + 1]
+            parts.append(_TEXT_ESCAPES[nxt] if nxt in _TEXT_ESCAPES else "\\" + nxt)
+            i += 2
+            continue
+        if c == "`":
+            run = _BACKTICKS.match(line, i)
+            assert run is not None
+            ticks = run.group(0)
+            close = _closing_run(line, run.end(), len(ticks))
+            if close is None:
+                parts.append(ticks)  # no code span: literal backticks
+                i = run.end()
+            else:
+                parts.append(line[i:close])
+                i = close
+            continue
+        parts.append(_TEXT_ESCAPES.get(c, c))
+        i += 1
+    return "".join(parts)
+
+
+def _closing_run(line: str, start: int, width: int) -> int | None:
+    """End of the first backtick run of exactly `width` after `start`, or None."""
+    for m in _BACKTICKS.finditer(line, start):
+        if len(m.group(0)) == width:
+            return m.end()
+    return None
 
 
 def _escape_html(s: str) -> str:
@@ -239,13 +287,18 @@ def key_error_lines(entry: Entry) -> list[str]:
     Lines containing an example's `evidence` come first; otherwise lines where one of the
     entry's (non-veto) signals matches. Deduplicated, in log order, at most MAX_KEY_LINES.
     """
+    import re2  # RE2, as the engine: a pattern can be fast in RE2 and hang Python's `re`
+
     wanted_ids = set(entry.match.all) | set(entry.match.any)
     patterns = []
+    opts = re2.Options()
+    opts.log_errors = False
     for s in entry.signals:
         if s.id in wanted_ids:
+            opts.case_sensitive = not s.ignore_case
             try:
-                patterns.append(re.compile(s.pattern, re.I if s.ignore_case else 0))
-            except re.error:  # pragma: no cover - the loader rejects these
+                patterns.append(re2.compile(s.pattern, opts))
+            except Exception:  # pragma: no cover - the loader rejects these  # noqa: BLE001
                 continue
     seen: set[str] = set()
     out: list[str] = []
@@ -285,8 +338,10 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     add(
         front_matter(
             {
-                "title": entry.title,
-                "description": entry.summary,
+                # MkDocs and Material write page titles and meta values into the HTML as they
+                # are (nav, <title>, header, meta description): they must be HTML already.
+                "title": html_text(entry.title),
+                "description": html_text(entry.summary),
                 "tags": list(entry.tags),
                 "search": {"boost": boost},
                 "denpex_entry": entry.id,
@@ -841,18 +896,34 @@ def build_site(
     overrides: dict[str, Any] = {"strict": True}
     if site_dir is not None:
         overrides["site_dir"] = str(Path(site_dir).resolve())
+    from . import atomic
+
     try:
         cfg = load_config(config_file=str(config_file), **overrides)
         if kb_dir is not None:
             cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
-        cfg.plugins.on_startup(command="build", dirty=False)
-        try:
-            build(cfg)
-        finally:
-            cfg.plugins.on_shutdown()
+        # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
+        # and two builds of the same hub take turns.
+        final = Path(cfg["site_dir"])
+        with atomic.lock(final):
+            atomic.remove_stale(final)
+            tmp = atomic.make_tmp_dir(final)
+            try:
+                cfg["site_dir"] = str(tmp)
+                cfg.plugins.on_startup(command="build", dirty=False)
+                try:
+                    build(cfg)
+                finally:
+                    cfg.plugins.on_shutdown()
+                atomic.replace_dir(tmp, final)
+            finally:
+                if tmp.exists():
+                    import shutil
+
+                    shutil.rmtree(tmp, ignore_errors=True)
     except MkDocsException as exc:
         detail = "\n".join(collect.messages) or str(exc) or "the hub build failed"
         raise SiteBuildError(detail) from None
     finally:
         logger.removeHandler(collect)
-    return Path(cfg.site_dir)
+    return final

@@ -90,3 +90,19 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             raise PluginError(f"docs/{rel} clashes with a generated file of the hub")
         files.append(File.generated(config, rel, content=data))
     return files
+
+
+@event_priority(-100)  # last: after every plugin that edits the page's HTML
+def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Files) -> str:
+    """Generated pages carry entry text, which is untrusted: keep only allow-listed HTML
+    (no script, image, iframe, event handler, style, or link that is not http(s) or relative)."""
+    from denpex_kb.htmlsafe import sanitise
+
+    hub: hubgen.Hub | None = _state.get("hub")
+    if hub is None or page.file.src_uri not in hub.pages:
+        return html
+    clean, dropped = sanitise(html)
+    if dropped:
+        log.debug("%s: dropped %s", page.file.src_uri, ", ".join(sorted(set(dropped))))
+        _state.setdefault("dropped", {})[page.file.src_uri] = dropped
+    return clean

@@ -60,11 +60,43 @@ def _pos(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
+# Bounds on what one document may cost. An entry is a few hundred values nested a few levels;
+# these are far above that and far below what hurts: a "billion laughs" alias bomb expands to
+# more than MAX_VALUES values and is refused at the alias that crosses the budget, and nesting
+# deeper than MAX_DEPTH is refused before anything recursive (composer, builder) sees it.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing nesting deeper than MAX_DEPTH while it composes (before the
+    composer's own recursion can run out of stack)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):  # noqa: ANN001, ANN201 - PyYAML's signature
+        if self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            if self._depth >= MAX_DEPTH:
+                m = self.peek_event().start_mark
+                raise YamlProblem(
+                    m.line + 1, m.column + 1, f"YAML nested deeper than {MAX_DEPTH} levels"
+                )
+            self._depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+        return super().compose_node(parent, index)
+
+
 def load_located(text: str) -> Located:
     """Parse one YAML document strictly. Raises YamlProblem on syntax errors, non-plain tags,
-    duplicate keys, non-string keys and empty documents."""
+    duplicate keys, non-string keys, empty documents, nesting deeper than MAX_DEPTH and
+    documents that expand (through aliases) to more than MAX_VALUES values."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -76,8 +108,18 @@ def load_located(text: str) -> Located:
     values: dict[Path, tuple[int, int]] = {}
     keys: dict[Path, tuple[int, int]] = {}
     constructor = yaml.constructor.SafeConstructor()
+    budget = [MAX_VALUES]
 
     def build(n: yaml.Node, path: Path) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            line, col = _pos(n)
+            raise YamlProblem(
+                line,
+                col,
+                f"YAML expands to more than {MAX_VALUES:,} values (aliases repeating "
+                "anchored content: an alias bomb?)",
+            )
         values[path] = _pos(n)
         if n.tag not in _PLAIN_TAGS:
             line, col = _pos(n)

@@ -197,3 +197,44 @@ def test_hub_offline_search_and_entry_page(hub: Path, browser) -> None:  # noqa:
         assert s.blocked == [], f"requests left the machine: {s.blocked}"
     finally:
         s.close()
+
+
+HOSTILE_KB = ROOT / "tests" / "fixtures" / "hostile-kb"
+
+
+def test_hostile_entries_run_nothing_and_load_nothing(tmp_path: Path, browser) -> None:  # noqa: ANN001
+    """A KB whose text fields carry XSS payloads (titles, attribute lists, raw HTML, code-span
+    tricks): on every page no dialog opens, no handler attribute or foreign element exists, and
+    no request leaves file://."""
+    hub = site.build_site(kb_dir=HOSTILE_KB, site_dir=tmp_path / "site")
+    pages = sorted(hub.rglob("*.html"))
+    assert any(p.name == "hostile-entry.html" for p in pages)
+    s = Offline(browser)
+    dialogs: list[str] = []
+    s.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        for path in pages:
+            s.page.goto(path.as_uri())
+            s.page.wait_for_load_state("load")
+            for sel in (".dx-summary", "article li", "article p", "nav a"):
+                loc = s.page.locator(sel)
+                for i in range(min(loc.count(), 20)):
+                    if loc.nth(i).is_visible():
+                        loc.nth(i).hover(timeout=2000)
+            handlers = s.page.evaluate(
+                "() => [...document.querySelectorAll('*')].flatMap(el => [...el.attributes]"
+                ".filter(a => a.name.startsWith('on')).map(a => el.tagName + ' ' + a.name))"
+            )
+            assert handlers == [], f"{path.name}: event handlers in the page: {handlers}"
+            foreign = s.page.evaluate(
+                "() => document.querySelectorAll('article script, article img, article iframe, "
+                "article svg:not(.md-icon svg), nav img, nav script').length"
+            )
+            assert foreign == 0, f"{path.name}: foreign elements in the page"
+        s.page.goto((hub / "entries" / "hostile-entry.html").as_uri())
+        assert "<script>alert('title')</script>" in s.page.title()
+        assert "<script>alert('title')</script>" in s.page.locator("h1").first.inner_text()
+        assert dialogs == [], f"script ran: {dialogs}"
+        assert s.blocked == [], f"requests left the machine: {s.blocked}"
+    finally:
+        s.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..termsafe import escape_controls
+
 # ------------------------------------------------------------------------------------------
 
 
@@ -39,7 +41,10 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         p = report["probable"][0]
         out.append(c("PROBABLE CAUSE", "1;33") + f"  {p['title']}")
         out.append(f"  entry: {p['id']}   confidence: {p['confidence']:.2f} (weak evidence)")
-        out += [f"    {_where(ev)}: {ev['text'].strip()[:200]}" for ev in p["evidence"][:3]]
+        out += [
+            f"    {_where(ev)}: {escape_controls(ev['text'].strip()[:200])}"
+            for ev in p["evidence"][:3]
+        ]
     else:
         out.append(c("NO CONFIDENT MATCH", "1;33"))
     if report["initiating_rank"] is not None:
@@ -51,7 +56,7 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         out.append("\n" + c("EVIDENCE", "1"))
         for ev in rc["evidence"]:
             out.append(f"  {_where(ev)}")
-            out.append(f"    {ev['text'].strip()}")
+            out.append(f"    {escape_controls(ev['text'].strip())}")
         out.append("\n" + c("FIX", "1"))
         for i, step in enumerate(rc["fix"]["steps"], 1):
             out.append(f"  {i}. {step.strip()}")
@@ -119,7 +124,7 @@ def _hypotheses_text(hyps: list[dict[str, Any]], hub: str | None) -> list[str]:
         kind = "hypothesis" if h["hypothesis"] else "fired"
         out.append(f"  {i}. {h['id']}  ({kind}, confidence {h['confidence']:.2f}): {h['title']}")
         for ev in h["evidence"][:2]:
-            out.append(f"       for: {_where(ev)}: {ev['text'].strip()[:160]}")
+            out.append(f"       for: {_where(ev)}: {escape_controls(ev['text'].strip()[:160])}")
         for f in h["facts_for"]:
             out.append(f"       for: {f['tell']}")
         for f in h["facts_unknown"][:2]:

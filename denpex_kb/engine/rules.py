@@ -25,13 +25,19 @@ def cache_dir() -> Path:
     return Path(base) / "denpex-kb"
 
 
-def kb_fingerprint(kb_dir: Path) -> str:
-    """Hash of every entry file (path and bytes), the tag list and the exporter's version.
+MAX_RULEPACK_BYTES = 64 << 20  # the bundled pack is well under 1 MB
 
-    Cheap (no YAML parsing): it decides whether a cached pack is still current.
+
+def kb_fingerprint(kb_dir: Path) -> str:
+    """Hash of the knowledge base's resolved path, every entry file (path and bytes), the tag
+    list and the exporter's version.
+
+    Cheap (no YAML parsing): it decides whether a cached pack is still current. Two knowledge
+    bases never share a cached pack, even with equal content.
     """
     h = hashlib.sha256()
     h.update(f"denpex-kb {__version__}\n".encode())
+    h.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
     code = Path(__file__).resolve().parent.parent / "rulepack.py"
     try:
         h.update(code.read_bytes())
@@ -39,17 +45,59 @@ def kb_fingerprint(kb_dir: Path) -> str:
         pass
     files = sorted(
         p
-        for p in kb_dir.glob("*/*.yaml")
+        for p in kb_dir.glob("*/*.y*ml")
         if p.parent.name != "captured" and not p.parent.name.startswith((".", "_"))
     )
     files.append(kb_dir / "tags.yaml")
     for p in files:
         try:
+            if not p.is_file():  # a FIFO or device is refused by the loader, never read here
+                h.update(os.fsencode(str(p.relative_to(kb_dir))) + b"\0special\0")
+                continue
             data = p.read_bytes()
         except OSError:
             continue
-        h.update(str(p.relative_to(kb_dir)).encode() + b"\0" + data + b"\0")
+        h.update(os.fsencode(str(p.relative_to(kb_dir))) + b"\0" + data + b"\0")
     return h.hexdigest()[:32]
+
+
+def _read_capped(path: Path, what: str) -> bytes:
+    """A regular file's bytes, refusing devices, FIFOs and anything over MAX_RULEPACK_BYTES."""
+    import stat
+
+    try:
+        with open(path, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise RulesError(f"{what} {path} is not a regular file")
+            if st.st_size > MAX_RULEPACK_BYTES:
+                raise RulesError(
+                    f"{what} {path} is {st.st_size:,} bytes; refusing more than "
+                    f"{MAX_RULEPACK_BYTES:,}"
+                )
+            data = f.read(MAX_RULEPACK_BYTES + 1)
+    except OSError as exc:
+        raise RulesError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if len(data) > MAX_RULEPACK_BYTES:
+        raise RulesError(f"{what} {path} is larger than {MAX_RULEPACK_BYTES:,} bytes")
+    return data
+
+
+def _verified(data: bytes) -> dict[str, Any] | None:
+    """The cached pack if its content hash matches its content, else None (then rebuilt)."""
+    from ..rulepack import content_hash
+
+    try:
+        pack = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(pack, dict) or not isinstance(pack.get("content_hash"), str):
+        return None
+    if content_hash(pack) != pack["content_hash"]:
+        return None
+    if not isinstance(pack.get("globals"), dict) or not isinstance(pack.get("entries"), list):
+        return None
+    return pack
 
 
 def load_rulepack(
@@ -59,42 +107,58 @@ def load_rulepack(
 
     A pack given as a file is validated against the rule pack schema (as any consumer would). A
     pack built from a knowledge base is validated when it is built and then served from the
-    cache while the knowledge base's files are unchanged.
+    cache while the knowledge base's files are unchanged; on every load its content hash is
+    checked, and a cached pack that does not match is rebuilt, never used.
     """
     if path is not None:
-        from ..rulepack import RulePackError, load_pack
+        from ..rulepack import RulePackError, validate_pack
 
+        data = _read_capped(Path(path), "rule pack")
         try:
-            return load_pack(path)
-        except OSError as exc:
-            raise RulesError(f"cannot read rule pack {path}: {exc.strerror}") from None
+            pack = json.loads(data)
+            validate_pack(pack)
+        except RecursionError:
+            raise RulesError(f"invalid rule pack {path}: nested too deeply") from None
         except ValueError as exc:  # JSON errors and RulePackError
             detail = "; ".join(exc.problems[:5]) if isinstance(exc, RulePackError) else str(exc)
             raise RulesError(f"invalid rule pack {path}: {detail}") from None
+        return pack
     # Same folder as kb.default_kb_dir(), without importing the YAML/JSON Schema stack.
     root = Path(kb_dir) if kb_dir is not None else Path(__file__).resolve().parents[2] / "kb"
     if not root.is_dir():
         raise RulesError(f"knowledge base folder {root} does not exist")
-    cached = cache_dir() / f"rulepack-{kb_fingerprint(root)}.json"
-    try:
-        return json.loads(cached.read_bytes())
-    except (OSError, ValueError):
-        pass
-    from ..kb import KBError, load_kb
-    from ..rulepack import build_pack, dumps, validate_pack, write_atomic
+    for _ in range(3):
+        fingerprint = kb_fingerprint(root)
+        cached = cache_dir() / f"rulepack-{fingerprint}.json"
+        data = None
+        try:
+            if cached.is_file():  # never a FIFO or device planted in the cache
+                with open(cached, "rb") as f:
+                    data = f.read(MAX_RULEPACK_BYTES + 1)
+        except OSError:
+            pass
+        if data is not None:
+            pack = _verified(data)
+            if pack is not None:
+                return pack
+        from ..kb import KBError, load_kb
+        from ..rulepack import build_pack, dumps, validate_pack, write_atomic
 
-    try:
-        kb = load_kb(root)
-    except KBError as exc:
-        lines = [str(p) for p in exc.problems[:10]]
-        raise RulesError(
-            f"knowledge base {root} is invalid ({len(exc.problems)} problem(s)):\n  "
-            + "\n  ".join(lines)
-        ) from None
-    pack = build_pack(kb)
-    validate_pack(pack)
-    try:
-        write_atomic(cached, dumps(pack))
-    except OSError:
-        pass  # a read-only home is no reason to fail; we just rebuild next time
-    return pack
+        try:
+            kb = load_kb(root)
+        except KBError as exc:
+            lines = [str(p) for p in exc.problems[:10]]
+            raise RulesError(
+                f"knowledge base {root} is invalid ({len(exc.problems)} problem(s)):\n  "
+                + "\n  ".join(lines)
+            ) from None
+        pack = build_pack(kb)
+        validate_pack(pack)
+        if kb_fingerprint(root) != fingerprint:
+            continue  # edited while we read it: the pack belongs to neither version
+        try:
+            write_atomic(cached, dumps(pack))
+        except OSError:
+            pass  # a read-only or full cache is no reason to fail; we rebuild next time
+        return pack
+    raise RulesError(f"knowledge base {root} kept changing while it was read; try again")

@@ -1376,3 +1376,171 @@ def _(ctx: Ctx) -> Output:
         if r.rc != 0:
             raise CaseFailed(f"ds_to_universal failed on {d}:\n{r.text[-3000:]}")
     return ctx.python("ucp_case.py", "load", str(d), "2", "universal", single=True, env=CPU)
+
+
+# -- collectives that differ across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+
+DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+
+@case(
+    "comm-torchrun-detail-collective-shape-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce of 4 vs 6 elements",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "shape", env=DETAIL)
+
+
+@case(
+    "comm-torchrun-detail-collective-op-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce on rank 0, broadcast on rank 1",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "op", env=DETAIL)
+
+
+# -- Megatron-DeepSpeed preprocessed (.bin/.idx) datasets
+
+MEGATRON_DS_COMMIT = "4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
+
+
+def _megatron_ds(ctx: Ctx) -> Path:
+    """A Megatron-DeepSpeed source tree at MEGATRON_DS_COMMIT: $MEGATRON_DS_SRC or <state>/megatron-ds.
+
+    Make one with: git -C <clone of deepspeedai/Megatron-DeepSpeed> archive <commit> megatron tools
+    | tar -x -C <state>/megatron-ds. The venv also needs transformers and six (megatron imports them).
+    """
+    src = Path(os.environ.get("MEGATRON_DS_SRC", str(ctx.state / "megatron-ds")))
+    if not (src / "megatron" / "data" / "indexed_dataset.py").is_file():
+        raise Skip(f"needs a Megatron-DeepSpeed checkout ({MEGATRON_DS_COMMIT[:7]}) at {src}")
+    ctx.subs.append((str(src), "<megatron-ds>"))
+    return src
+
+
+def _megatron_indexed(mode: str):
+    def fn(ctx: Ctx) -> Output:
+        src = _megatron_ds(ctx)
+        return ctx.python("megatron_indexed.py", str(src), str(ctx.work / f"mi-{mode}"), mode)
+
+    return fn
+
+
+for _mode, _desc in (
+    ("missing", "--data-path without the _text_document suffix: Dataset does not exist"),
+    ("empty-infer", "0-byte .idx/.bin, --data-impl infer: Unknown dataset implementation: None"),
+    ("mmap-as-cached", "mmap data read with --data-impl cached: Index file doesn't match"),
+    ("lfs-pointer", "Git LFS pointer as the .idx, --data-impl mmap: Index file doesn't match"),
+):
+    case(
+        f"data-megatron-indexed-{_mode}",
+        "data",
+        f"Megatron-DeepSpeed get_indexed_dataset_: {_desc}",
+    )(_megatron_indexed(_mode))
+
+
+# -- DeepSpeed <= 0.11.1 under pydantic 2 (needs .capture/venv-ds0.10.3, see the README)
+
+
+@case(
+    "ops-import-ds0.10.3-pydantic2",
+    "ops",
+    "import deepspeed 0.10.3 after pydantic was upgraded to 2.x: FieldInfo has no attribute 'required'",
+    venv="0.10.3",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.run([ctx.py, "-c", "import deepspeed"], single=True)
+
+
+# --------------------------------------------------------------------------- build and launcher
+# environment: a script started without a launcher, a launcher flag that overrides the
+# environment, a JIT build without ninja
+
+
+@case(
+    "launch-no-launcher-mpi4py-missing",
+    "launcher",
+    "deepspeed.init_distributed() in a script started with plain python (no RANK/WORLD_SIZE/"
+    "MASTER_*/LOCAL_RANK) and no mpi4py: MPI discovery fails with ModuleNotFoundError",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("launch_init_dist.py", cwd=ctx.fresh("launch"))
+
+
+@case(
+    "launch-no-launcher-master-addr-empty",
+    "launcher",
+    "deepspeed.init_distributed() with all five variables present but MASTER_ADDR empty (a job "
+    "script whose address lookup printed nothing): torch's env:// check rejects it",
+)
+def _(ctx: Ctx) -> Output:
+    env = {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "MASTER_ADDR": "",
+        "MASTER_PORT": str(free_port()),
+    }
+    return ctx.python("launch_init_dist.py", cwd=ctx.fresh("launch"), env=env)
+
+
+@case(
+    "launch-torch-env-rendezvous-master-addr-unset",
+    "launcher",
+    "torch.distributed.init_process_group(init_method='env://') with RANK and WORLD_SIZE set but "
+    "no MASTER_ADDR/MASTER_PORT: ValueError ... MASTER_ADDR expected, but not set",
+)
+def _(ctx: Ctx) -> Output:
+    env = {"RANK": "0", "WORLD_SIZE": "1"}
+    return ctx.python("launch_torch_env_init.py", cwd=ctx.fresh("launch"), env=env)
+
+
+@case(
+    "launcher-ds-num-gpus-ignores-cuda-visible-devices",
+    "launcher",
+    "CUDA_VISIBLE_DEVICES=1 deepspeed --num_gpus 1: the launcher prints that it ignores the "
+    "variable and starts the rank on device 0",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    _need_port(29641)
+    argv = [ctx.bin("deepspeed"), "--num_gpus", "1", "--master_port", "29641"]
+    argv.append(ctx.script("launch_show_visible_devices.py"))
+    return ctx.run(argv, cwd=ctx.fresh("launch"), env={"CUDA_VISIBLE_DEVICES": "1"}, timeout=300)
+
+
+@case(
+    "ops-jit-cpu-adam-no-ninja",
+    "ops",
+    "JIT cpu_adam with no ninja on PATH: DeepSpeed's 'ninja not being installed' RuntimeError "
+    "(chained to torch's verify_ninja_availability)",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-noninja")
+    env = {"PATH": "/nonexistent", "TORCH_EXTENSIONS_DIR": str(ext)}
+    return ctx.python("op_load.py", "CPUAdamBuilder", env=env)
+
+
+@case(
+    "ops-jit-cpu-adam-2ranks-slow-build-failure",
+    "ops",
+    "torchrun, 2 ranks load cpu_adam into one fresh TORCH_EXTENSIONS_DIR; the compiler is a wrapper "
+    "that runs g++ after 20 s with a forced missing -include, so the build fails while the other "
+    "rank waits on torch's lock file: that rank then cannot open the .so that was never written",
+)
+def _(ctx: Ctx) -> Output:
+    ext = ctx.fresh("ext-2ranks-slowfail")
+    tools = ctx.fresh("slow-cxx")
+    cxx = tools / "g++-slow-fail"
+    cxx.write_text(
+        "#!/bin/sh\n"
+        "# capture helper: a compile that fails after 20 s (a real g++ error)\n"
+        "sleep 20\n"
+        'exec g++ "$@" -include /nonexistent/capture-forced-error.h\n'
+    )
+    cxx.chmod(0o755)
+    argv = [ctx.bin("torchrun"), "--nproc_per_node", "2", "--master_port", str(free_port())]
+    argv += [ctx.script("op_load.py"), "CPUAdamBuilder"]
+    env = {"CXX": str(cxx), "CC": str(cxx), "TORCH_EXTENSIONS_DIR": str(ext)}
+    return ctx.run(argv, cwd=ctx.fresh("launch"), env=env, timeout=400)
