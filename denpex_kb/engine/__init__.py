@@ -32,6 +32,7 @@ from .rules import RulesError, load_rulepack
 from .scan import make_prefilter
 
 __all__ = [
+    "MAX_HITS_PER_SIGNAL",
     "Engine",
     "collect_sources",
     "InputError",
@@ -44,6 +45,10 @@ __all__ = [
 MAX_ACTIVE_RANK_PREFIXES = 64
 WORLD_SIZE = compile_rx(rb"dist_world_size=([0-9]+)")
 MAX_UNEXPLAINED = 256
+# Memory is bounded by design: per scope key (rank or stream) and signal, the first hits are kept
+# as evidence and the rest only counted, so a log where every line is a hit costs no more memory
+# than one with a few (the report cites at most a dozen lines an entry anyway).
+MAX_HITS_PER_SIGNAL = 512
 
 
 class _RankLines:
@@ -147,6 +152,8 @@ class Engine:
         unexplained: list[Hit] = []
         pmap = ProcessMap()
         facts = FactCollector(self.fact_spec)
+        self._hit_counts: dict[tuple, int] = defaultdict(int)
+        self.hits_dropped = 0
         # A file in a folder that cannot be read (or a truncated archive) is a warning; the
         # rest of the input is still diagnosed. A file named on the command line is an error.
         warnings: list[str] = []
@@ -199,6 +206,7 @@ class Engine:
         )
         report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
         report["facts"] = facts.as_json()
+        report["hits_beyond_cap"] = self.hits_dropped
         report["inputs"] = inputs
         report["warnings"] = warnings
         report["rulepack"] = {
@@ -275,6 +283,18 @@ class Engine:
             if nl == -1:
                 return
             pos = nl + 1
+
+    def _keep_hit(self, key: tuple, sigs: Any) -> bool:
+        """Count the hit; keep it unless every signal it matched already has its quota here."""
+        counts = self._hit_counts
+        keep = False
+        for sg in sigs:
+            counts[(key, sg)] += 1
+            if counts[(key, sg)] <= MAX_HITS_PER_SIGNAL:
+                keep = True
+        if not keep:
+            self.hits_dropped += 1
+        return keep
 
     # ------------------------------------------------------------------------------------
     def _scan_source(
@@ -392,6 +412,8 @@ class Engine:
                     key: tuple = ("rank", rank, host if kind == "local" else None)
                 else:
                     key = ("stream", si)
+                if not self._keep_hit(key, sigs):
+                    continue
                 hits.append(
                     Hit(
                         source=si,
