@@ -102,6 +102,29 @@ def peak_rss_mb(cmd: list[str], env: dict) -> float:
     return int(out.stdout.strip()) / 1024
 
 
+def facts_cost(pack: dict, path: Path, size: int, runs: int = 3) -> None:
+    """In-process: the same engine with and without the fact extractors (the 1.1 facts layer),
+    same file, alternating runs; the ratio of the medians is its cost."""
+    import copy
+
+    from denpex_kb.engine import Engine
+
+    bare = copy.deepcopy(pack)
+    bare["globals"]["facts"] = {"tables": [], "lines": []}
+    engines = {"with facts": Engine(pack), "without": Engine(bare)}
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    for _ in range(runs):
+        for label, eng in engines.items():
+            t0 = time.perf_counter()
+            eng.analyse_paths([str(path)])
+            times[label].append(time.perf_counter() - t0)
+    w, wo = (statistics.median(times[k]) for k in ("with facts", "without"))
+    print(
+        f"facts layer (in-process, median of {runs}): with {w:.2f} s ({size / w / 1e9:.2f} GB/s), "
+        f"without {wo:.2f} s: cost {(w / wo - 1) * 100:+.1f}%"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
@@ -156,6 +179,8 @@ def main() -> None:
             f"peak RSS [{sc}]: 100 MB log {m_small:.0f} MB, {size >> 20} MB log {m_big:.0f} MB "
             f"(difference {abs(m_big - m_small) / m_small * 100:.1f}%)"
         )
+
+    facts_cost(pack, big, size)
 
     tb = (ROOT / "tests" / "logs" / "oom-rank3-watchdog-rest.log").read_bytes()
     tb = (tb * (5000 // len(tb) + 1))[:5000]

@@ -421,6 +421,9 @@ def to_json(run: EvalRun, comparison: Comparison | None) -> dict[str, Any]:
         "rates": {g: {k: _rates_json(v) for k, v in by.items()} for g, by in groups.items()},
         "initiating_rank": {"n": n, "right": right, "rate": right / n if n else None},
         "calibration": {"bands": [asdict(b) for b in bands], "no_confidence": unbanded},
+        "verdicts": {
+            k: {"n": n, "right": right} for k, (right, n) in verdict_precision(run.results).items()
+        },
         "confusion": [asdict(c) for c in confusion(run.results)],
         "baseline": asdict(comparison) if comparison else None,
         "warnings": list(run.warnings),
@@ -455,9 +458,25 @@ def _rates_text(results: tuple[CaseResult, ...]) -> list[str]:
     return out
 
 
+def verdict_precision(results: Iterable[CaseResult]) -> dict[str, tuple[int, int]]:
+    """Per verdict: (cases where the first answer is right, cases with that verdict). For the
+    confident verdict this is the figure the report's exit code 0 promises (>= 97%)."""
+    out: dict[str, list[int]] = {}
+    for r in results:
+        right_first = r.got == r.expect if r.expect_failure else not r.confident
+        cell = out.setdefault(r.verdict, [0, 0])
+        cell[0] += int(right_first)
+        cell[1] += 1
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
 def _calibration_text(results: tuple[CaseResult, ...]) -> list[str]:
     bands, unbanded = calibration(results)
-    out = ["CALIBRATION (confidence of the first hypothesis; right = it is the expected entry)"]
+    out = ["VERDICTS (how often the first answer is right, by verdict)"]
+    for verdict, (right, n) in verdict_precision(results).items():
+        out.append(f"  {verdict:<13} n {n:>4}  right {_pct(right, n)}")
+    out.append("")
+    out.append("CALIBRATION (confidence of the first hypothesis; right = it is the expected entry)")
     for i, b in enumerate(bands):
         close = "]" if i == len(bands) - 1 else ")"
         out.append(f"  [{b.lo:.1f}, {b.hi:.1f}{close}  n {b.n:>4}  right {_pct(b.right, b.n)}")

@@ -21,10 +21,11 @@ from typing import Any
 
 from . import __version__
 from . import model as m
+from .attribution_vectors import ATTRIBUTION_VECTORS
 from .factspec import facts_section
 
 FORMAT = "denpex-rulepack"
-FORMAT_VERSION = "1.1"
+FORMAT_VERSION = "1.2"
 DIALECT = "re2"
 DEFAULT_OUTPUT = Path("dist") / "denpex-rules.json"
 VECTORS_FORMAT = "denpex-rulepack-vectors"
@@ -39,6 +40,7 @@ VECTORS_FORMAT = "denpex-rulepack-vectors"
 LINE_PREFIXES: list[dict[str, Any]] = [
     {
         "id": "openmpi-tag-output",
+        "level": 0,
         "description": "OpenMPI mpirun --tag-output: [jobid,rank]<stream>:",
         "pattern": r"^\[([0-9]+),([0-9]+)\]<(stdout|stderr|stddiag)>: ?",
         "groups": {"job": 1, "rank": 2, "stream": 3},
@@ -47,6 +49,7 @@ LINE_PREFIXES: list[dict[str, Any]] = [
     },
     {
         "id": "torchrun-rank",
+        "level": 1,
         "description": "torchrun (torch >= 2.2) with --tee/--redirects or local-ranks-filter: [rankN]:",
         "pattern": r"^\[rank([0-9]+)\]: ?",
         "groups": {"rank": 1},
@@ -55,6 +58,7 @@ LINE_PREFIXES: list[dict[str, Any]] = [
     },
     {
         "id": "torchrun-role-local-rank",
+        "level": 1,
         "description": "torchrun/torchelastic --tee prefix [<role><local_rank>]:, role 'default' unless set",
         "pattern": r"^\[(default|trainer|worker)([0-9]+)\]: ?",
         "groups": {"role": 1, "rank": 2},
@@ -63,6 +67,7 @@ LINE_PREFIXES: list[dict[str, Any]] = [
     },
     {
         "id": "srun-label",
+        "level": 0,
         "description": "Slurm srun --label: the task id, a colon and a space",
         "pattern": r"^ {0,4}([0-9]+): ",
         "groups": {"rank": 1},
@@ -71,6 +76,7 @@ LINE_PREFIXES: list[dict[str, Any]] = [
     },
     {
         "id": "pdsh-host",
+        "level": 0,
         "description": (
             "pdsh (DeepSpeed's multi-node launcher) prefixes every line with the host name and "
             "': '. To avoid taking 'error: ' or 'note: ' for a host, the name must contain a digit "
@@ -127,7 +133,11 @@ FILE_NAME_RANKS: list[dict[str, Any]] = [
 TIMESTAMPS: list[dict[str, Any]] = [
     {
         "id": "python-logging",
-        "description": "DeepSpeed's and Python logging's asctime: [YYYY-MM-DD HH:MM:SS,mmm]",
+        "description": (
+            "ISO 8601 date and time, with 'T' or a space between them, an optional fraction after "
+            "',' or '.' (DeepSpeed's and Python logging's asctime [YYYY-MM-DD HH:MM:SS,mmm], "
+            "dmesg --time-format iso, NCCL's WARN timestamp); a UTC offset after it is ignored"
+        ),
         "pattern": r"([0-9]{4})-([0-9]{2})-([0-9]{2})[ T]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[,.]([0-9]{1,9}))?",
         "groups": {
             "year": 1,
@@ -149,8 +159,12 @@ TIMESTAMPS: list[dict[str, Any]] = [
     },
     {
         "id": "glog",
-        "description": "glog/c10 and torch.distributed logging: [IWEF]MMDD HH:MM:SS.micros (no year)",
-        "pattern": r"(?:^|\[)([IWEF])([0-9]{2})([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,9})",
+        "description": (
+            "glog and c10 (torch's C++ logging, c10/util/Logging.cpp): [IWEF] then month and day "
+            "then HH:MM:SS.fraction, no year. glog pads the month to two digits (W1129, E0622); "
+            "c10's own logger prints (month * 100 + day) unpadded, so June 22 is E622"
+        ),
+        "pattern": r"(?:^|\[)([IWEF])([0-9]{1,2})([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,9})",
         "groups": {
             "level": 1,
             "month": 2,
@@ -161,6 +175,87 @@ TIMESTAMPS: list[dict[str, Any]] = [
             "fraction": 7,
         },
         "example": "W1129 19:14:16.352000 21941 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 21944 closing signal SIGTERM",
+    },
+    {
+        "id": "hf-examples",
+        "description": (
+            "transformers' example scripts (examples/pytorch/*/run_*.py: logging.basicConfig with "
+            "datefmt '%m/%d/%Y %H:%M:%S'): MM/DD/YYYY HH:MM:SS"
+        ),
+        "pattern": r"(?:^|[^0-9/])([0-9]{2})/([0-9]{2})/([0-9]{4}) ([0-9]{2}):([0-9]{2}):([0-9]{2})",
+        "groups": {"month": 1, "day": 2, "year": 3, "hour": 4, "minute": 5, "second": 6},
+        "example": "06/22/2024 12:34:56 - INFO - __main__ - Training/evaluation parameters",
+    },
+    {
+        "id": "dmesg-ctime",
+        "description": (
+            "dmesg -T (util-linux sys-utils/dmesg.c, strftime '[%a %b %e %H:%M:%S %Y] ', English "
+            "names; %e pads the day with a space)"
+        ),
+        "pattern": (
+            r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+            r" {1,2}([0-9]{1,2}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) ([0-9]{4})\]"
+        ),
+        "groups": {"month_name": 1, "day": 2, "hour": 3, "minute": 4, "second": 5, "year": 6},
+        "example": "[Sat Jun 22 12:34:56 2024] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.",
+    },
+]
+
+# Lines that name an OS process id (the program that prints them is known), used to attribute
+# lines that carry no rank prefix: a pid -> rank map is learnt from the lines of the same log.
+PROCESS_LINES: list[dict[str, Any]] = [
+    {
+        "id": "nccl-debug",
+        "description": (
+            "NCCL_DEBUG output (NVIDIA/nccl src/debug.cc): an optional timestamp (NCCL >= 2.26 "
+            "puts '[%F %T] ' before WARN lines by default), then hostname:pid:tid [cudaDev], the "
+            "hostname cut at its first dot; the pid is the printing process. Only the lines "
+            "that matter and are rare: every WARN ('[file:line [(func)]] NCCL WARN') and the "
+            "INFO line each rank prints when a communicator is ready ('comm 0x... rank R nranks "
+            "N cudaDev D ... - Init COMPLETE', src/init.cc, with the function name first in "
+            "recent releases). Other INFO lines (thousands per rank) are not process lines."
+        ),
+        "pattern": (
+            r"^(?:\[[^\]]{1,64}\] )?([^ :\[\]]+):([0-9]+):([0-9]+) \[([0-9]+)\] "
+            r"(?:(?:[^ ]+ ){0,3}NCCL WARN |NCCL INFO (?:[A-Za-z]+ )?comm 0x[0-9a-f]+ rank [0-9]+ "
+            r"nranks [0-9]+ cudaDev [0-9]+ .*- Init COMPLETE)"
+        ),
+        "groups": {"host": 1, "pid": 2, "tid": 3, "device": 4},
+        "literals": ["NCCL WARN ", "- Init COMPLETE"],
+        "subject": "self",
+        "rank_kind": None,
+        "example": "gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+    },
+    {
+        "id": "deepspeed-launch-spawn",
+        "description": (
+            "DeepSpeed's per-node launcher (deepspeed/launcher/launch.py, v0.13.2 and later) logs "
+            "each worker it starts with its command line, which ends in --local_rank=N unless "
+            "--no_local_rank is given"
+        ),
+        "pattern": r"process ([0-9]+) spawned with command: \[.*'--local_rank=([0-9]+)'",
+        "groups": {"pid": 1, "rank": 2},
+        "literals": ["spawned with command: "],
+        "subject": "other",
+        "rank_kind": "local",
+        "example": "[2026-11-29 19:14:05,120] [INFO] [launch.py:272:main] process 21944 spawned with command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=1', '--deepspeed']",
+    },
+]
+
+# Weak rank markers: a line that names a rank-specific file. Used only when nothing else gives
+# the line a rank (the number is the data-parallel rank, equal to the global rank only without
+# model or pipeline parallelism).
+WEAK_RANK_MARKERS: list[dict[str, Any]] = [
+    {
+        "id": "deepspeed-zero-shard",
+        "description": (
+            "DeepSpeed ZeRO checkpoint shards (deepspeed/runtime/engine.py _get_zero_ckpt_prefix "
+            "and _get_ckpt_name): [bf16_]zero_pp_rank_<dp_rank>_mp_rank_<mp:02d>_optim_states.pt "
+            "or ..._model_states.pt"
+        ),
+        "pattern": r"(?:^|[^A-Za-z0-9])(?:bf16_)?zero_pp_rank_([0-9]+)_mp_rank_[0-9]{2,}_(?:optim|model)_states\.pt",
+        "groups": {"rank": 1},
+        "example": "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/global_step100/bf16_zero_pp_rank_5_mp_rank_00_optim_states.pt'",
     },
 ]
 
@@ -330,6 +425,9 @@ def globals_section() -> dict[str, Any]:
         "salient_line": SALIENT_LINE,
         "line_prefixes": LINE_PREFIXES,
         "max_prefixes_per_line": 3,
+        "prefix_rank": "innermost",
+        "process_lines": PROCESS_LINES,
+        "weak_rank_markers": WEAK_RANK_MARKERS,
         "rank_markers": RANK_MARKERS,
         "file_name_ranks": FILE_NAME_RANKS,
         "timestamps": TIMESTAMPS,
@@ -454,6 +552,13 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
             "probable verdict; with none either, the first candidate."
         ),
         "vectors": vectors,
+        "attribution_semantics": (
+            "Attribute every line of every source of the log (sources in order, one log) per "
+            "docs/rule-pack-format.md 'Reading a log'. For each expect item, the line `line` of "
+            "source `source` has each listed member: rank, rank_kind, host, rank_via, and time "
+            "as YYYY-MM-DDTHH:MM:SS.mmm (milliseconds rounded; null: no time)."
+        ),
+        "attribution": ATTRIBUTION_VECTORS,
     }
 
 
@@ -495,8 +600,10 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
         "timestamps",
         "boilerplate",
         "version_banners",
+        "process_lines",
+        "weak_rank_markers",
     ):
-        for i, item in enumerate(g[key]):
+        for i, item in enumerate(g.get(key, [])):
             out.append((f"globals.{key}[{i}].pattern", item["pattern"], False))
     for key, val in sorted(g["elastic_summary"]["patterns"].items()):
         out.append((f"globals.elastic_summary.patterns.{key}", val, False))

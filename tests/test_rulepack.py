@@ -118,6 +118,10 @@ MUTATIONS = {
     ),
     "no-all-and-no-any": _set(["entries", 0, "match", "all"], []),
     "prefix-without-groups": _del(["globals", "line_prefixes", 0], "groups"),
+    "process-line-without-pid": _del(["globals", "process_lines", 0, "groups"], "pid"),
+    "process-line-bad-subject": _set(["globals", "process_lines", 0, "subject"], "parent"),
+    "bad-prefix-rank": _set(["globals", "prefix_rank"], "middle"),
+    "weak-marker-without-rank": _del(["globals", "weak_rank_markers", 0, "groups"], "rank"),
     "unknown-look-alike": _set(["entries", 0, "look_alikes"], [{"id": "nope", "tell": "x"}]),
 }
 
@@ -157,7 +161,10 @@ def test_global_patterns_match_their_examples(bundled_pack: dict) -> None:
         "file_name_ranks",
         "timestamps",
         "version_banners",
+        "process_lines",
+        "weak_rank_markers",
     ):
+        assert g[key], key
         for item in g[key]:
             text = item["example"]
             for compiled in (re.compile(item["pattern"], re.ASCII), re2.compile(item["pattern"])):
@@ -167,6 +174,8 @@ def test_global_patterns_match_their_examples(bundled_pack: dict) -> None:
                     assert num <= compiled.groups, (item["id"], name)
     for item in g["boilerplate"]:
         assert re.search(item["pattern"], item["example"]), item["id"]
+    for item in g["process_lines"]:
+        assert any(lit in item["example"] for lit in item["literals"]), item["id"]
     pats = g["elastic_summary"]["patterns"]
     lines = g["elastic_summary"]["example"].splitlines()
     for key in ("root_cause_header", "item_start", "field_time", "field_host", "field_rank"):
@@ -184,8 +193,8 @@ add('exception', g.exception_line, false);
 add('salient', g.salient_line, false);
 g.facts.tables.forEach((t, i) => { add(`facts.tables[${i}].header`, t.header, false); add(`facts.tables[${i}].row`, t.row, false); });
 g.facts.lines.forEach((x, i) => add(`facts.lines[${i}]`, x.pattern, false));
-for (const k of ['line_prefixes','rank_markers','file_name_ranks','timestamps','boilerplate','version_banners'])
-  g[k].forEach((it, i) => add(`${k}[${i}]`, it.pattern, false));
+for (const k of ['line_prefixes','rank_markers','file_name_ranks','timestamps','boilerplate','version_banners','process_lines','weak_rank_markers'])
+  (g[k] || []).forEach((it, i) => add(`${k}[${i}]`, it.pattern, false));
 for (const [k, v] of Object.entries(g.elastic_summary.patterns)) add(`elastic.${k}`, v, false);
 pack.entries.forEach(e => e.signals.forEach(s => add(`${e.id}/${s.id}`, s.pattern, s.ignore_case)));
 let bad = 0, examples = 0;
@@ -193,7 +202,7 @@ for (const [where, p, icase] of out) {
   try { new RegExp(p, 'u' + (icase ? 'i' : '')); }
   catch (err) { bad++; console.log(`FAIL ${where}: ${err.message}`); }
 }
-for (const k of ['line_prefixes','rank_markers','timestamps','version_banners']) for (const it of g[k]) {
+for (const k of ['line_prefixes','rank_markers','timestamps','version_banners','process_lines','weak_rank_markers']) for (const it of g[k]) {
   examples++;
   if (!new RegExp(it.pattern, 'u').test(it.example)) { bad++; console.log(`NOMATCH ${it.id}`); }
 }

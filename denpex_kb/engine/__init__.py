@@ -9,11 +9,18 @@ runs only on an exported rule pack (`rules.load_rulepack`), the same file other 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any, BinaryIO
 
-from .attribute import Attributor, ElasticParser, ElasticSummary
+from .attribute import (
+    Attributor,
+    ElasticParser,
+    ElasticSummary,
+    LookBack,
+    Patterns,
+    ProcessMap,
+    compile_rx,
+)
 from .diagnose import build_candidates, diagnose
 from .evaluate import Hit, evaluate
 from .explain import explain
@@ -34,9 +41,8 @@ __all__ = [
     "render_text",
 ]
 
-LOOKBACK_BYTES = 8192
 MAX_ACTIVE_RANK_PREFIXES = 64
-WORLD_SIZE = re.compile(r"dist_world_size=([0-9]+)")
+WORLD_SIZE = compile_rx(rb"dist_world_size=([0-9]+)")
 MAX_UNEXPLAINED = 256
 
 
@@ -95,23 +101,28 @@ class Engine:
             for p, ic in sig_patterns:
                 self.sigset.Add(("(?i)" if ic else "") + p)
             self.sigset.Compile()
-        self.banners = [
-            (re.compile(b["pattern"], re.ASCII), b["package"], b["groups"]["version"])
-            for b in g["version_banners"]
-        ]
-        self.boilerplate = [re.compile(b["pattern"], re.ASCII) for b in g["boilerplate"]]
+        # Log-text patterns run on a line's UTF-8 bytes, with RE2 (a set call first).
+        self.banners = Patterns([b["pattern"] for b in g["version_banners"]])
+        self.banner_meta = [(b["package"], b["groups"]["version"]) for b in g["version_banners"]]
+        self.boilerplate = Patterns([b["pattern"] for b in g["boilerplate"]])
         extra = [(b["pattern"], False) for b in g["version_banners"]]
         extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
-        extra.append((WORLD_SIZE.pattern, False))
+        extra.append((WORLD_SIZE.pattern.decode(), False))
         self.fact_spec = g["facts"]
         extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
-        self.exception_rx = re.compile(g["exception_line"])
+        self.exception_rx = compile_rx(g["exception_line"].encode())
         extra.append((g["exception_line"], False))
-        self.salient_rx = re2.compile(g["salient_line"])
+        self.salient_rx = compile_rx(g["salient_line"].encode())
         extra.append((g["salient_line"], False))
+        # process lines are prefiltered by their literals: every line they match contains one
+        extra += [
+            ("".join(c if c.isalnum() or c == " " else "\\" + c for c in lit), False)
+            for p in g.get("process_lines", [])
+            for lit in p.get("literals") or []
+        ]
         self.prefilter = make_prefilter(sig_patterns + extra, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
-        self.ansi_bytes = re.compile(g["ansi_escape"].encode())
+        self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
         self.attr = Attributor(g)
         self.globals = g
 
@@ -134,17 +145,29 @@ class Engine:
         seen_ranks: set[int] = set()
         world: list[int] = []
         unexplained: list[Hit] = []
+        pmap = ProcessMap()
         facts = FactCollector(self.fact_spec)
         for si, src in enumerate(sources):
             stream = streams[si] if streams is not None else open_source(src)
             try:
                 n_lines, n_bytes = self._scan_source(
-                    si, src, stream, hits, printed, summary, seen_ranks, world, unexplained, facts
+                    si,
+                    src,
+                    stream,
+                    hits,
+                    printed,
+                    summary,
+                    seen_ranks,
+                    world,
+                    unexplained,
+                    facts,
+                    pmap,
                 )
             finally:
                 if streams is None and src.path is not None:
                     stream.close()
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
+        self._resolve_ranks(hits, unexplained, pmap, summary, seen_ranks)
         firings = evaluate(self.entries, self.sig_index, hits, printed)
         cands = build_candidates(firings, hits, self.sig_entry)
         diag = diagnose(cands, facts.records, self.scoring)
@@ -170,20 +193,70 @@ class Engine:
         report["format_version"] = "1.1"
         return report
 
+    @staticmethod
+    def _resolve_ranks(
+        hits: list[Hit],
+        unexplained: list[Hit],
+        pmap: ProcessMap,
+        summary: ElasticSummary,
+        seen_ranks: set[int],
+    ) -> None:
+        """Lines without a rank: through the log's pid (or NCCL device) map, else a shard name."""
+        pmap.learn_elastic(summary)
+        for h in hits + unexplained:
+            if h.rank is not None:
+                continue
+            got = pmap.resolve(h.process, h.host) if h.process is not None else None
+            if got is not None:
+                rank, kind, h.host, h.rank_via = got
+            elif h.weak_rank is not None:
+                rank, kind, h.rank_via = h.weak_rank, "global", "shard"
+            else:
+                continue
+            h.rank = rank
+            h.key = ("rank", rank, h.host if kind == "local" else None)
+            seen_ranks.add(rank)
+
+    @staticmethod
     def _time_of(
-        self, text: str, year: int | None, block: bytes, lo: int, st: int
-    ) -> tuple[float | None, int | None]:
-        """The line's own timestamp, else the last one printed shortly before it."""
-        ts, y = self.attr.timestamp(text, year)
-        if y is not None:
-            year = y
-        if ts is None:
-            back = block[max(lo, st - LOOKBACK_BYTES) : st].decode("utf-8", "replace")
-            for line in reversed(back.splitlines()):
-                ts, _ = self.attr.timestamp(line, year)
-                if ts is not None:
-                    break
-        return ts, year
+        lookback: LookBack, text: str, block: bytes, lo: int, st: int, at: int, end: int, hi: int
+    ) -> float | None:
+        """The line's own timestamp, else the last one printed shortly before it (each byte of
+        the source is examined at most once for this, however many lines need a time)."""
+        line_end = at + ((end + 1) if end != -1 else hi) - st
+        ts = lookback.own(text, at, line_end)
+        return ts if ts is not None else lookback.before(block, lo, at - (st - lo), st, line_end)
+
+    def _table_rows(
+        self,
+        si: int,
+        block: bytes,
+        end: int,
+        hi: int,
+        header_line: int,
+        rank: int | None,
+        facts: FactCollector,
+    ) -> None:
+        """The rows under a table header (df -h, df -i): read directly in a bounded window after
+        it, up to the first line that is not a row (a table is contiguous), so the whole-file
+        scan never has to look for the rows' generic shape."""
+        pos, line = end + 1, header_line
+        for _ in range(facts.max_rows(si)):
+            if end == -1 or pos >= hi:
+                return
+            nl = block.find(b"\n", pos, hi)
+            raw = block[pos : nl if nl != -1 else hi]
+            line += 1
+            text = self.normalise(raw)
+            a = self.attr.strip(text)
+            if (
+                facts.observe(si, a.content, line, a.rank if a.rank is not None else rank, text)
+                != "row"
+            ):
+                return
+            if nl == -1:
+                return
+            pos = nl + 1
 
     # ------------------------------------------------------------------------------------
     def _scan_source(
@@ -198,6 +271,7 @@ class Engine:
         world: list[int],
         unexplained: list[Hit],
         facts: FactCollector,
+        pmap: ProcessMap,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -208,7 +282,7 @@ class Engine:
         unexplained_seen: set[tuple] = set()
         lines_before = 0
         offset = 0
-        year: int | None = None
+        lookback = LookBack(attr, normalise)
         for block, lo, hi in iter_blocks(stream, src.name):
             if block.find(b"\x1b", lo, hi) != -1:
                 block = self.ansi_bytes.sub(b"", block[lo:hi])
@@ -227,41 +301,68 @@ class Engine:
                 a = attr.strip(text)
                 content = a.content
                 item = parser.feed(content, cnt + 1)
-                rank, kind, host = a.rank, a.rank_kind, a.host
+                rank, kind, host, via = a.rank, a.rank_kind, a.host, a.rank_via
                 if rank is None and file_rank is not None:
-                    rank, kind = file_rank, file_kind
+                    rank, kind, via = file_rank, file_kind, "file-name"
                 if rank is None and item is not None and item.rank is not None:
-                    rank, kind, host = item.rank, "global", host or item.host
-                for rx, pkg, gi in self.banners:
-                    m = rx.search(content)
+                    rank, kind, host, via = (
+                        item.rank,
+                        "global",
+                        host or item.host,
+                        "elastic-summary",
+                    )
+                proc = attr.process(content) if attr.processes.rx and content else None
+                if proc is not None:
+                    pmap.learn(proc, rank, kind, host)
+                late: dict = {}  # what resolves the rank after the scan when the line has none
+                if rank is None:
+                    late = {"process": proc, "weak_rank": attr.weak_rank(content)}
+                at = offset + st - lo
+                cb = content.encode("utf-8")
+                for bi in self.banners.found(cb):
+                    m = self.banners.rx[bi].search(cb)
                     if m:
-                        printed[pkg].add(m.group(gi))
-                m = WORLD_SIZE.search(content)
+                        pkg, gi = self.banner_meta[bi]
+                        printed[pkg].add(m.group(gi).decode("utf-8", "replace"))
+                m = WORLD_SIZE.search(cb)
                 if m:
                     world.append(int(m.group(1)))
                 if rank is not None:
                     seen_ranks.add(rank)
                 if content and facts.wants(content):
-                    facts.observe(si, content, cnt + 1, rank, text)
+                    if facts.observe(si, content, cnt + 1, rank, text) == "header":
+                        self._table_rows(si, block, end, hi, cnt + 1, rank, facts)
                 sigs = sigset.Match(content) if sigset is not None and content else None
-                exc = bool(content) and not sigs and self.exception_rx.search(content)
-                if exc or (not sigs and content and self.salient_rx.search(content)):
+                exc = bool(content) and not sigs and self.exception_rx.search(cb)
+                if exc or (not sigs and content and self.salient_rx.search(cb)):
                     # An error no signal explains: one the knowledge base does not know. Keep
                     # the first exception and the first other error line per rank (bounded).
                     ukey = (si, rank, host, bool(exc))
                     if ukey not in unexplained_seen and len(unexplained) < MAX_UNEXPLAINED:
                         unexplained_seen.add(ukey)
-                        ts, year = self._time_of(text, year, block, lo, st)
+                        ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                         scope_key: tuple = (
                             ("rank", rank, host) if rank is not None else ("stream", si)
                         )
                         unexplained.append(
-                            Hit(si, offset + st - lo, cnt + 1, cnt, scope_key, rank, host, ts, text)
+                            Hit(
+                                si,
+                                at,
+                                cnt + 1,
+                                cnt,
+                                scope_key,
+                                rank,
+                                host,
+                                ts,
+                                text,
+                                rank_via=via,
+                                **late,
+                            )
                         )
                     continue
-                if not sigs or any(b.search(content) for b in self.boilerplate):
+                if not sigs or self.boilerplate.found(cb):
                     continue
-                ts, year = self._time_of(text, year, block, lo, st)
+                ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                 rank_line: int | None = cnt
                 if a.prefix and rank is not None and not self.window_signals.isdisjoint(sigs):
                     lit = a.prefix.rstrip().encode("utf-8", "replace")
@@ -276,7 +377,7 @@ class Engine:
                 hits.append(
                     Hit(
                         source=si,
-                        offset=offset + st - lo,
+                        offset=at,
                         line=cnt + 1,
                         rank_line=rank_line,
                         key=key,
@@ -285,10 +386,13 @@ class Engine:
                         time=ts,
                         text=text,
                         signals=frozenset(sigs),
+                        rank_via=via,
+                        **late,
                     )
                 )
             lines_before = cnt + block.count(b"\n", cnt_pos, hi)
             rank_lines.end_block(block, lo, hi)
+            lookback.end_block(block, lo, hi, offset)
             offset += hi - lo
         if offset and not lines_before:
             lines_before = 1

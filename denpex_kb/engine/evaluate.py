@@ -23,6 +23,11 @@ class Hit:
     time: float | None  # own timestamp or the last one printed before it in the source
     text: str  # normalised line (prefix kept)
     signals: frozenset[int] = frozenset()  # global signal indices matched
+    # How the rank was found: prefix, marker, file-name, elastic-summary, pid, device, shard.
+    rank_via: str | None = None
+    # The pid/host/device a process line names (attribute.Process), resolved after the scan.
+    process: Any = None
+    weak_rank: int | None = None  # a rank-specific file name in the line (used last)
 
 
 @dataclass

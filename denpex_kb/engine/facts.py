@@ -88,29 +88,37 @@ class FactCollector:
         self.records: dict[str, list[Fact]] = defaultdict(list)
         self.counts: dict[str, int] = defaultdict(int)
         self._header: dict[int, tuple[int, int]] = {}  # source -> (table index, header line)
-        self._gate = re2.Set.SearchSet(_opts())
-        for p in self.patterns():
-            self._gate.Add(p)
-        self._gate.Compile()
+        self._gate = None
+        if self.patterns():
+            self._gate = re2.Set.SearchSet(_opts())
+            for p in self.patterns():
+                self._gate.Add(p)
+            self._gate.Compile()
 
     def wants(self, content: str) -> bool:
         """Whether any extractor can match the line (one RE2 set pass, cheap)."""
-        return bool(self._gate.Match(content))
+        return self._gate is not None and bool(self._gate.Match(content))
 
     def patterns(self) -> list[str]:
-        out = [p for h, r, _ in self.tables for p in (h.rx.pattern, r.rx.pattern)]
-        return out + [x.rx.pattern for x in self.lines]
+        """What the whole-file scan must find: table headers and single-line facts. Table rows
+        are read only in the bounded window after their header (`rows_after`)."""
+        return [h.rx.pattern for h, _, _ in self.tables] + [x.rx.pattern for x in self.lines]
+
+    def max_rows(self, si: int) -> int:
+        current = self._header.get(si)
+        return self.tables[current[0]][2] if current is not None else 0
 
     def _add(self, name: str, fields: dict[str, int | str], si: int, line: int, rank, text) -> None:  # noqa: ANN001
         self.counts[name] += 1
         if len(self.records[name]) < MAX_RECORDS_PER_FACT:
             self.records[name].append(Fact(name, fields, si, line, rank, text[:500]))
 
-    def observe(self, si: int, content: str, line: int, rank: int | None, text: str) -> None:
+    def observe(self, si: int, content: str, line: int, rank: int | None, text: str) -> str | None:
+        """Feed one line; returns "header", "row", "line" (what it was) or None."""
         for ti, (header, _row, _n) in enumerate(self.tables):
             if header.rx.search(content):
                 self._header[si] = (ti, line)
-                return
+                return "header"
         current = self._header.get(si)
         if current is not None:
             ti, at = current
@@ -119,11 +127,14 @@ class FactCollector:
                 fields = row.extract(content)
                 if fields is not None:
                     self._add(row.fact, fields, si, line, rank, text)
-                    return
+                    return "row"
+        found = None
         for ex in self.lines:
             fields = ex.extract(content)
             if fields is not None:
                 self._add(ex.fact, fields, si, line, rank, text)
+                found = "line"
+        return found
 
     def as_json(self) -> dict[str, Any]:
         return {

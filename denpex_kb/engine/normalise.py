@@ -6,14 +6,14 @@ last non-empty segment (what a terminal shows), CRLF loses its CR, ANSI escapes 
 
 from __future__ import annotations
 
-import re
-
 MAX_LINE_CHARS = 64 * 1024
 
 
 class Normaliser:
     def __init__(self, ansi_pattern: str) -> None:
-        self._ansi = re.compile(ansi_pattern)
+        from .attribute import compile_rx
+
+        self._ansi = compile_rx(ansi_pattern)
 
     def __call__(self, raw: bytes) -> str:
         text = raw.decode("utf-8", errors="replace")

@@ -1376,3 +1376,78 @@ def _(ctx: Ctx) -> Output:
         if r.rc != 0:
             raise CaseFailed(f"ds_to_universal failed on {d}:\n{r.text[-3000:]}")
     return ctx.python("ucp_case.py", "load", str(d), "2", "universal", single=True, env=CPU)
+
+
+# -- collectives that differ across ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+
+DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+
+@case(
+    "comm-torchrun-detail-collective-shape-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce of 4 vs 6 elements",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "shape", env=DETAIL)
+
+
+@case(
+    "comm-torchrun-detail-collective-op-mismatch",
+    "comm",
+    "torchrun, 2 gloo ranks, TORCH_DISTRIBUTED_DEBUG=DETAIL: all_reduce on rank 0, broadcast on rank 1",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.torchrun(2, "collective_mismatch.py", "op", env=DETAIL)
+
+
+# -- Megatron-DeepSpeed preprocessed (.bin/.idx) datasets
+
+MEGATRON_DS_COMMIT = "4efb479d5317ce9b86096b9d8e3e8030b0b5263b"
+
+
+def _megatron_ds(ctx: Ctx) -> Path:
+    """A Megatron-DeepSpeed source tree at MEGATRON_DS_COMMIT: $MEGATRON_DS_SRC or <state>/megatron-ds.
+
+    Make one with: git -C <clone of deepspeedai/Megatron-DeepSpeed> archive <commit> megatron tools
+    | tar -x -C <state>/megatron-ds. The venv also needs transformers and six (megatron imports them).
+    """
+    src = Path(os.environ.get("MEGATRON_DS_SRC", str(ctx.state / "megatron-ds")))
+    if not (src / "megatron" / "data" / "indexed_dataset.py").is_file():
+        raise Skip(f"needs a Megatron-DeepSpeed checkout ({MEGATRON_DS_COMMIT[:7]}) at {src}")
+    ctx.subs.append((str(src), "<megatron-ds>"))
+    return src
+
+
+def _megatron_indexed(mode: str):
+    def fn(ctx: Ctx) -> Output:
+        src = _megatron_ds(ctx)
+        return ctx.python("megatron_indexed.py", str(src), str(ctx.work / f"mi-{mode}"), mode)
+
+    return fn
+
+
+for _mode, _desc in (
+    ("missing", "--data-path without the _text_document suffix: Dataset does not exist"),
+    ("empty-infer", "0-byte .idx/.bin, --data-impl infer: Unknown dataset implementation: None"),
+    ("mmap-as-cached", "mmap data read with --data-impl cached: Index file doesn't match"),
+    ("lfs-pointer", "Git LFS pointer as the .idx, --data-impl mmap: Index file doesn't match"),
+):
+    case(
+        f"data-megatron-indexed-{_mode}",
+        "data",
+        f"Megatron-DeepSpeed get_indexed_dataset_: {_desc}",
+    )(_megatron_indexed(_mode))
+
+
+# -- DeepSpeed <= 0.11.1 under pydantic 2 (needs .capture/venv-ds0.10.3, see the README)
+
+
+@case(
+    "ops-import-ds0.10.3-pydantic2",
+    "ops",
+    "import deepspeed 0.10.3 after pydantic was upgraded to 2.x: FieldInfo has no attribute 'required'",
+    venv="0.10.3",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.run([ctx.py, "-c", "import deepspeed"], single=True)
