@@ -4,7 +4,9 @@
 covered lines change; the mapping is decided from the failure the proposal describes
 (tests/corpus/PROPOSED-*.md), never from a holdout log."""
 
-import glob, re, sys
+import glob
+import re
+import sys
 
 MAP = dict(a.split("=") for a in sys.argv[1:])
 for f in glob.glob("tests/corpus/*/*.log"):
