@@ -1,5 +1,6 @@
-"""Step 6, explain: rank the firings, separate root cause from collateral, pick the initiating
-rank, abstain when nothing is confident, and render the report (JSON, text, Markdown)."""
+"""Step 8, explain: the JSON report from the diagnosis (engine/diagnose.py): the verdict and its
+hypotheses, the initiating rank, collateral and consequences, the commands that settle a
+differential. Rendering as text or Markdown is engine/render.py."""
 
 from __future__ import annotations
 
@@ -103,12 +104,12 @@ def _outcome_json(o: Outcome, names: list[str]) -> dict[str, Any]:
     }
 
 
-def _checks(c: Candidate, read_only: bool) -> list[dict[str, Any]]:
+def _read_only_checks(c: Candidate) -> list[dict[str, Any]]:
     items = c.entry.get("checklist", [])
     return [
         {"entry": c.id, "check": i["check"], "command": i["command"], "shows": i["shows"]}
         for i in items
-        if i.get("read_only", False) or not read_only
+        if i.get("read_only", False)
     ]
 
 
@@ -118,7 +119,7 @@ def _tell_apart(hyps: list[Candidate]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     out: list[dict[str, Any]] = []
     for c in hyps:
-        for item in _checks(c, read_only=True)[:3]:
+        for item in _read_only_checks(c)[:3]:
             if item["command"] not in seen:
                 seen.add(item["command"])
                 out.append(item)

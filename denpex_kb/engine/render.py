@@ -1,4 +1,4 @@
-"""Step 8, render: the report as text for a terminal and as Markdown (for an issue or a chat),
+"""Step 9, render: the report as text for a terminal and as Markdown (for an issue or a chat),
 both from the JSON report that explain() builds."""
 
 from __future__ import annotations
