@@ -1,7 +1,8 @@
 """The matching engine: raw (multi-rank) logs in, a report out.
 
 Steps, one module each: read -> normalise -> attribute -> facts -> scan -> evaluate -> diagnose ->
-explain -> render. The engine runs only on an exported rule pack (`rules.load_rulepack`), the same file other tools get.
+explain -> render. The engine runs only on an exported rule pack (`rules.load_rulepack`), the
+same file other tools get.
 
     from denpex_kb.engine import Engine, load_rulepack
     report = Engine(load_rulepack()).analyse_paths(["logs/"])
