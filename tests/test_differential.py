@@ -195,3 +195,22 @@ def test_slow_rank_in_a_barrier_is_named_without_inventing_a_sigkill(engine: Eng
     notes = " ".join(r["notes"])
     assert "rank 0 is the slow rank" in notes
     assert "SIGKILL" not in notes
+
+
+def test_text_report_shows_the_facts_and_where_each_rank_came_from(engine: Engine) -> None:
+    from denpex_kb.engine.render import render_text
+
+    prefixed = "".join(f"[rank3]:{ln}\n" for ln in ERRNO28.splitlines())
+    r = run(engine, prefixed + DF_FULL)
+    ev = r["root_cause"]["evidence"][0]
+    assert (ev["rank"], ev["rank_via"]) == (3, "prefix")
+    text = render_text(r)
+    assert "verdict: confident" in text
+    assert "(rank from its [rankN]/launcher prefix)" in text
+    facts = text.split("\nFACTS", 1)[1].split("\nFIX", 1)[0]
+    assert "100% /ckpt" in facts  # the df row that proves the disk is full, with its line
+
+
+def test_rank_via_is_null_without_a_rank(engine: Engine) -> None:
+    r = run(engine, ERRNO28 + DF_FULL)
+    assert {(e["rank"], e["rank_via"]) for e in r["root_cause"]["evidence"]} == {(None, None)}

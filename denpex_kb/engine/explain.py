@@ -20,7 +20,14 @@ def _ev(h: Hit, names: list[str]) -> dict[str, Any]:
     if len(text) > EVIDENCE_TEXT_MAX:
         half = EVIDENCE_TEXT_MAX // 2
         text = text[:half] + " … " + text[-half:]
-    return {"file": names[h.source], "line": h.line, "rank": h.rank, "host": h.host, "text": text}
+    return {
+        "file": names[h.source],
+        "line": h.line,
+        "rank": h.rank,
+        "host": h.host,
+        "text": text,
+        "rank_via": h.rank_via if h.rank is not None else None,
+    }
 
 
 def _cand_json(c: Candidate, names: list[str]) -> dict[str, Any]:
