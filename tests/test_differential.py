@@ -214,3 +214,45 @@ def test_text_report_shows_the_facts_and_where_each_rank_came_from(engine: Engin
 def test_rank_via_is_null_without_a_rank(engine: Engine) -> None:
     r = run(engine, ERRNO28 + DF_FULL)
     assert {(e["rank"], e["rank_via"]) for e in r["root_cause"]["evidence"]} == {(None, None)}
+
+
+DS_OPT_ADAM = (
+    "Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f2c1c0d3e20>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 102, in __del__\n'
+    "    self.ds_opt_adam.destroy_adam(self.opt_id)\n"
+    "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n"
+)
+
+
+def test_collateral_line_alone_stands_in_as_the_probable_cause(engine: Engine) -> None:
+    r = run(engine, DS_OPT_ADAM)
+    assert r["verdict"] == "probable"
+    assert [p["id"] for p in r["probable"]] == ["cpu-adam-missing-ds-opt-adam"]
+    assert "cpu-adam-missing-ds-opt-adam" not in {c["id"] for c in r["collateral"]}
+
+
+def test_stand_in_yields_to_a_root_cause_in_the_same_log(engine: Engine) -> None:
+    build = (
+        "[1/3] c++ -MMD -MF cpu_adam.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c cpu_adam.cpp -o cpu_adam.o\n"
+        "FAILED: cpu_adam.o\n"
+        "/bin/sh: 1: c++: not found\n"
+        "ninja: build stopped: subcommand failed.\n"
+        "RuntimeError: Error building extension 'cpu_adam'\n"
+    )
+    r = run(engine, build + DS_OPT_ADAM)
+    assert r["verdict"] != "none"
+    top = (r["root_cause"] or (r["probable"] + r["differential"])[0])["id"]
+    assert top != "cpu-adam-missing-ds-opt-adam"
+    assert "cpu-adam-missing-ds-opt-adam" in {c["id"] for c in r["collateral"]}
+
+
+def test_collateral_without_weak_signals_never_stands_in(engine: Engine) -> None:
+    watchdog = (
+        "[rank0]:[E1129 11:00:00.200000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
+        "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
+    )
+    r = run(engine, watchdog)
+    assert r["verdict"] == "none" and not r["probable"]
+    assert "nccl-watchdog-timeout" in {c["id"] for c in r["collateral"]}

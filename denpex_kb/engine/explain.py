@@ -157,7 +157,8 @@ def explain(
     root = diag.root
     lead = diag.hypotheses[0] if diag.hypotheses else None
     notes: list[str] = []
-    collateral = [c for c in candidates if c.role == "collateral"]
+    # A collateral entry standing in as the probable cause is reported as that, not twice.
+    collateral = [c for c in candidates if c.role == "collateral" and c not in diag.hypotheses]
     earliest([c for c in candidates if c.role == "root-cause" and c.first is None])
 
     ordered: list[Candidate] = [root] if root else list(diag.hypotheses)
