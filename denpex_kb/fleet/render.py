@@ -166,7 +166,7 @@ def svg_columns(rows: list[dict[str, Any]], label: str = "period") -> str:
     """Stacked columns, one per row, of the verdict counts (and unreadable jobs)."""
     if not rows:
         return '<p class="muted">No jobs.</p>'
-    h, top, bottom, left = 180, 10, 40, 36
+    h, top, bottom, left = 180, 10, 64, 36
     bw = max(8, min(48, 680 // max(1, len(rows)) - 6))
     w = left + len(rows) * (bw + 6) + 10
     peak = max(sum(n for _, n in _counts(r)) for r in rows) or 1
