@@ -291,7 +291,10 @@ def test_changed_log_is_analysed_again_and_wins(tmp_path: Path, pack) -> None:  
 
 def test_kill_halfway_then_restart_loses_and_duplicates_nothing(built, tmp_path: Path) -> None:  # noqa: ANN001
     root, _, known, jobs = built
-    examples = root / "jobs" / "examples"
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    for f in sorted((root / "jobs" / "examples").iterdir())[:150]:
+        os.link(f, examples / f.name)
     out = tmp_path / "out"
     cmd = [*CLI, "fleet", str(examples), "--kb", str(KB), "-o", str(out), "-j", "2"]
     total = len(list(examples.iterdir()))
