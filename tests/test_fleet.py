@@ -362,6 +362,16 @@ def test_torn_tail_is_cut_on_open(tmp_path: Path) -> None:
     assert [r["job"] for r in iter_records(p)] == ["a", "b"]
 
 
+def test_a_second_run_on_the_same_records_is_refused(tmp_path: Path) -> None:
+    from denpex_kb.fleet.store import RecordsBusy
+
+    p = tmp_path / "r.jsonl"
+    with RecordLog(p):
+        with pytest.raises(RecordsBusy):
+            RecordLog(p)
+    RecordLog(p).close()  # free again once the first run closed it
+
+
 def test_suspect_nodes_flag_the_planted_host_only(built, pool_run, pack) -> None:  # noqa: ANN001
     agg = aggregate(list(iter_records(pool_run[0])), pack)
     hosts = [h["host"] for h in agg["suspect_nodes"]]

@@ -226,6 +226,9 @@ def aggregate(
                     "errors": c["error"],
                     **{x: c[x] for x in VERDICTS},
                     "catch_all": c["catch_all"],
+                    "shares": {
+                        x: round(c[x] / n, 4) if n else 0.0 for x in (*VERDICTS, "catch_all")
+                    },
                     "top": top_causes[k].most_common(5),
                 }
             )

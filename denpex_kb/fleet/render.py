@@ -20,6 +20,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _cs(row: dict[str, Any], key: str) -> str:
+    """A count with its share of the row's analysed jobs."""
+    return f"{row[key]} ({_pct(row['shares'][key])})"
+
+
 def _md_cell(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
@@ -45,8 +50,9 @@ def render_markdown(agg: dict[str, Any], title: str = "Fleet report") -> str:
         for r in agg[key]:
             top = ", ".join(f"{i} ({n})" for i, n in r["top"])
             out.append(
-                f"| {r['period']} | {r['jobs']} | {r['confident']} | {r['differential']} | "
-                f"{r['probable']} | {r['none']} | {r['catch_all']} | {r['errors']} | {_md_cell(top)} |"
+                f"| {r['period']} | {r['jobs']} | {_cs(r, 'confident')} | {_cs(r, 'differential')} | "
+                f"{_cs(r, 'probable')} | {_cs(r, 'none')} | {_cs(r, 'catch_all')} | {r['errors']} | "
+                f"{_md_cell(top)} |"
             )
         out.append("")
     out += [
@@ -141,7 +147,7 @@ th, td { border-bottom: 1px solid var(--line); padding: .3rem .5rem; text-align:
 th { background: #f5f5f5; font-weight: 600; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-family: SFMono-Regular, Consolas, Menlo, monospace; font-size: .8rem;
-  background: #f5f5f5; padding: 0 .2rem; border-radius: .15rem; word-break: break-all; }
+  background: #f5f5f5; padding: 0 .2rem; border-radius: .15rem; overflow-wrap: anywhere; }
 .legend span { display: inline-block; margin-right: 1rem; font-size: .8rem; }
 .legend i { display: inline-block; width: .8rem; height: .8rem; margin-right: .3rem;
   vertical-align: -.1rem; }
@@ -271,11 +277,11 @@ def render_html(agg: dict[str, Any], title: str = "denpex-kb fleet report") -> s
                 [
                     e(r["period"]),
                     str(r["jobs"]),
-                    str(r["confident"]),
-                    str(r["differential"]),
-                    str(r["probable"]),
-                    str(r["none"]),
-                    str(r["catch_all"]),
+                    _cs(r, "confident"),
+                    _cs(r, "differential"),
+                    _cs(r, "probable"),
+                    _cs(r, "none"),
+                    _cs(r, "catch_all"),
                     str(r["errors"]),
                     ", ".join(f"<code>{e(i)}</code> {n}" for i, n in r["top"]),
                 ]

@@ -1,7 +1,8 @@
 """The records file: JSON Lines, one finished job a line, appended one whole record at a time.
 
-Crash safety: a record is written with one `write()` on a file opened with O_APPEND, under an
-exclusive `flock`, so concurrent writers never interleave. A process killed in the middle of
+Crash safety: a record is written with one `write()` on a file opened with O_APPEND. A run holds
+an exclusive `flock` on the file while it is open, so a second run on the same file is refused
+(it would analyse the same jobs again) rather than interleaved. A process killed in the middle of
 that write can leave a last line without its newline: that line is not a finished record. On
 open the file is cut back to its last newline (the unfinished job is analysed again), so a
 restart loses no finished record and duplicates none. Readers skip such a torn tail too.
@@ -48,6 +49,10 @@ def latest_records(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+class RecordsBusy(RuntimeError):
+    """Another run holds the records file."""
+
+
 class RecordLog:
     """Append-only records file; `known` holds (job id, cache key) of what is already there."""
 
@@ -55,25 +60,18 @@ class RecordLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.fd)
+            self.fd = -1
+            raise RecordsBusy(f"{self.path}: another fleet run is writing it") from None
         self._last_sync = time.monotonic()
-        with self._locked():
-            self._repair()
+        self._repair()
         self.known: dict[str, set[str]] = {}
         for rec in iter_records(self.path):
             if rec.get("cache_key"):
                 self.known.setdefault(rec["job"], set()).add(rec["cache_key"])
-
-    def _locked(self):  # noqa: ANN202
-        fd = self.fd
-
-        class _Lock:
-            def __enter__(self) -> None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-
-            def __exit__(self, *exc: object) -> None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-
-        return _Lock()
 
     def _repair(self) -> None:
         """Cut a torn last line (no newline) off the end of the file."""
@@ -96,11 +94,10 @@ class RecordLog:
 
     def append(self, rec: dict[str, Any]) -> None:
         line = (json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        with self._locked():
-            view = memoryview(line)
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
+        view = memoryview(line)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
         if rec.get("cache_key"):
             self.known.setdefault(rec["job"], set()).add(rec["cache_key"])
         if time.monotonic() - self._last_sync > FSYNC_EVERY_S:
