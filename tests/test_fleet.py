@@ -539,3 +539,39 @@ def test_html_report_is_offline_in_chromium(built, pool_run, pack, tmp_path: Pat
         finally:
             b.close()
     assert blocked == [] and errors == []
+
+
+def test_discovery_layouts(tmp_path: Path, pack) -> None:  # noqa: ANN001
+    t = tmp_path / "logs"
+    (t / "day1" / "job-a").mkdir(parents=True)
+    for r in range(3):
+        (t / "day1" / "job-a" / f"train-rank{r}.log").write_text("x\n")
+    (t / "day1" / "job-b" / "attempt_0" / "0").mkdir(parents=True)
+    (t / "day1" / "job-b" / "attempt_0" / "0" / "stderr.log").write_text("x\n")
+    (t / "day1" / "single-rank1.log").write_text("x\n")  # one rank file: a job of its own
+    (t / "day1" / "notes.txt").write_text("x\n")
+    (t / ".hidden.log").write_text("x\n")
+    rank_of = fleet.rank_in_name(pack)
+    ids = [j.id for j in fleet.discover([str(t)], rank_of=rank_of, include=["*.log"])]
+    assert ids == ["logs/day1/job-a", "logs/day1/job-b", "logs/day1/single-rank1.log"]
+    depth = [j.id for j in fleet.discover([str(t)], depth=2)]
+    assert depth == [
+        "logs/day1/job-a",
+        "logs/day1/job-b",
+        "logs/day1/notes.txt",
+        "logs/day1/single-rank1.log",
+    ]
+    globbed = fleet.discover([str(t / "day1" / "job-*")])
+    assert [Path(j.id).name for j in globbed] == ["job-a", "job-b"]
+    m = tmp_path / "m.jsonl"
+    m.write_text(
+        '# jobs\n{"id": "j1", "path": "logs/day1/job-a", "time": "2026-11-29T10:00:00+01:00"}\n'
+    )
+    (j1,) = fleet.discover([], m)
+    assert j1.paths == (str(tmp_path / "logs" / "day1" / "job-a"),)
+    assert j1.time == "2026-11-29T09:00:00Z"
+    with pytest.raises(fleet.JobError, match="appears twice"):
+        fleet.discover([str(t / "day1" / "notes.txt")] * 2)
+    m.write_text('{"id": "j1", "paths": []}\n')
+    with pytest.raises(fleet.JobError, match="m.jsonl:1"):
+        fleet.discover([], m)

@@ -194,7 +194,7 @@ def discover(
         p = Path(inp)
         if p.is_dir():
             found = _walk_depth(p, depth, keep) if depth else _walk_auto(p, rank, keep)
-            jobs.extend(Job(jid, (str(fp),)) for jid, fp in found)
+            jobs.extend(Job(jid, (str(fp),)) for jid, fp in sorted(found))
         elif p.exists() or p.is_symlink():
             jobs.append(Job(inp, (inp,)))
         else:
