@@ -444,20 +444,27 @@ def test_version_only_failures_from_synthetic_records() -> None:
 
 
 def test_ray_reports_equal_the_pool(built, pool_run, pack, tmp_path: Path) -> None:  # noqa: ANN001
-    pytest.importorskip("ray", reason="the 'ray' extra is not installed")
+    """First run: the fleet starts (and stops) a local Ray itself. Re-run: on a Ray the caller
+    already connected to, as against a cluster address in production."""
+    ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed")
     _, _, _, jobs = built
     out = tmp_path / "ray.jsonl"
     s = fleet.run_fleet(jobs, out, pack, str(KB), workers=2, engine="ray")
-    assert s.analysed == len(jobs)
-    pool, ray = _by_job(pool_run[0]), _by_job(out)
-    assert set(pool) == set(ray)
-    for jid, r in ray.items():
+    assert s.analysed == len(jobs) and not ray.is_initialized()
+    pool, got = _by_job(pool_run[0]), _by_job(out)
+    assert set(pool) == set(got)
+    for jid, r in got.items():
         p = pool[jid]
         assert {k: v for k, v in r.items() if k not in VOLATILE} == {
             k: v for k, v in p.items() if k not in VOLATILE
         }, jid
-    again = fleet.run_fleet(jobs, out, pack, str(KB), workers=2, engine="ray")
-    assert again.analysed == sum(1 for r in ray.values() if not r["cache_key"])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        again = fleet.run_fleet(jobs, out, pack, str(KB), workers=2, engine="ray")
+        assert ray.is_initialized()  # not the fleet's to shut down
+    finally:
+        ray.shutdown()
+    assert again.analysed == sum(1 for r in got.values() if not r["cache_key"])
 
 
 def test_cli_fleet_on_a_folder_tree(tmp_path: Path) -> None:

@@ -84,10 +84,14 @@ def _pool(pack, jobs, kb_dir, analyser, known, workers: int) -> Iterator[dict | 
             for fut in done:
                 job = inflight.pop(fut)
                 try:
-                    yield fut.result()
+                    rec = fut.result()
                 except BrokenProcessPool:
                     retry.append(job)
                     broken = True
+                    continue
+                except Exception as exc:  # noqa: BLE001 - e.g. a result that did not pickle
+                    rec = error_record(job, pack, analyser, f"{type(exc).__name__}: {exc}")
+                yield rec
     for job in retry:
         yield _isolated(pack, job, kb_dir, analyser, known(job.id))
     if broken:
