@@ -793,7 +793,9 @@ def fleet_cmd(
         summary = fleet.run_fleet(
             jobs, out_dir / "records.jsonl", pack, kb, workers, engine, ray_address
         )
-        paths = fleet.write_reports(out_dir, out_dir / "records.jsonl", pack, min_suspect_jobs)
+        paths = fleet.write_reports(
+            out_dir, out_dir / "records.jsonl", pack, min_suspect_jobs, _built_hub_url()
+        )
     except (InputError, RulesError, fleet.JobError, RuntimeError) as exc:
         raise UserError(str(exc)) from None
     click.echo(summary.line())

@@ -504,7 +504,9 @@ def test_cli_fleet_on_a_folder_tree(tmp_path: Path) -> None:
 def test_html_report_is_offline_in_chromium(built, pool_run, pack, tmp_path: Path) -> None:  # noqa: ANN001
     from playwright.sync_api import sync_playwright
 
-    paths = fleet.write_reports(tmp_path, pool_run[0], pack)
+    hub = "file:///nonexistent/site/"  # links are never fetched by opening the page
+    paths = fleet.write_reports(tmp_path, pool_run[0], pack, hub=hub)
+    assert f'href="{hub}entries/gpu-fallen-off-bus-xid79.html"' in paths["html"].read_text()
     chromium = os.environ.get("DENPEX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     blocked: list[str] = []
     errors: list[str] = []

@@ -56,6 +56,7 @@ def write_reports(
     records: Path,
     pack: dict[str, Any] | None = None,
     min_suspect_jobs: int = 2,
+    hub: str | None = None,
 ) -> dict[str, Path]:
     """report.json, report.md and report.html in `out_dir`, from the latest record per job."""
     from ..atomic import write_file
@@ -68,5 +69,5 @@ def write_reports(
     }
     write_file(paths["json"], (json.dumps(agg, indent=1, ensure_ascii=False) + "\n").encode())
     write_file(paths["markdown"], render_markdown(agg).encode())
-    write_file(paths["html"], render_html(agg).encode())
+    write_file(paths["html"], render_html(agg, hub=hub).encode())
     return paths

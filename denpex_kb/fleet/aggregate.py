@@ -168,6 +168,7 @@ def aggregate(
                 {
                     "id": top["id"],
                     "title": top.get("title"),
+                    "url": top.get("url"),
                     "phase": top.get("phase"),
                     "jobs": 0,
                     **{k: 0 for k in VERDICTS[:3]},

@@ -247,8 +247,19 @@ def _table(head: list[str], body: list[list[str]], numeric: set[int] = frozenset
     return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
 
 
-def render_html(agg: dict[str, Any], title: str = "denpex-kb fleet report") -> str:
+def render_html(
+    agg: dict[str, Any], title: str = "denpex-kb fleet report", hub: str | None = None
+) -> str:
+    """The page; with `hub` (the docs hub's base URL, e.g. file:///.../site/), root-cause ids
+    link to their entry pages (links only: nothing is loaded from there)."""
     e = escape
+
+    def entry(c: dict[str, Any]) -> str:
+        code = f"<code>{e(c['id'])}</code>"
+        if hub and c.get("url"):
+            return f'<a href="{e(hub + c["url"])}">{code}</a>'
+        return code
+
     v, sh = agg["verdicts"], agg["shares"]
     tiles = [f'<div class="tile"><b>{agg["jobs"]}</b>jobs</div>']
     tiles += [f'<div class="tile"><b>{_pct(sh[k])}</b>{k} ({v[k]})</div>' for k in v]
@@ -297,7 +308,7 @@ def render_html(agg: dict[str, Any], title: str = "denpex-kb fleet report") -> s
             ["entry", "title", "phase", "jobs", "confident", "differential", "probable"],
             [
                 [
-                    f"<code>{e(c['id'])}</code>",
+                    entry(c),
                     e(c["title"] or ""),
                     e(c["phase"] or ""),
                     str(c["jobs"]),
