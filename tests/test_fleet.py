@@ -410,7 +410,8 @@ def test_aggregate_periods_phases_and_versions(built, pool_run, pack) -> None:  
     assert agg["analysed_ok"] == ok == sum(agg["verdicts"].values())
     assert sum(r["jobs"] for r in agg["by_day"]) == len(jobs)
     assert len(agg["by_week"]) >= 4
-    assert abs(sum(agg["shares"].values()) - 1) < 1e-6
+    # shares are rounded to 4 places: the sum is 1 within the rounding of each
+    assert abs(sum(agg["shares"].values()) - 1) <= len(agg["shares"]) * 0.00005 + 1e-9
     assert agg["catch_all"] >= 3
     hw = next(r for r in agg["by_phase"] if r["phase"] == "hardware")
     assert hw["confident"] >= 5
