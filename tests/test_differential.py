@@ -285,3 +285,15 @@ def test_pre_ampere_gpu_favours_the_dtype_entry_and_an_ampere_one_does_not(engin
     assert old["id"] == new["id"] == "dtype-not-supported-on-device"
     assert [f["fact"] for f in old["facts_for"]] == ["gpu_model"]
     assert new["facts_for"] == [] and old["confidence"] > new["confidence"]
+
+
+def test_a_harmless_warning_alone_is_called_harmless_not_a_missing_error(engine: Engine) -> None:
+    warn = (
+        "[2024-05-01 10:00:00,000] [WARNING] [parameter_offload.py:87:_apply_to_tensors_only] "
+        "Invalidate trace cache @ step 0 and module 1: cache has only 0 modules\n"
+    )
+    r = run(engine, warn)
+    assert r["verdict"] == "none"
+    assert any(n.startswith("Only lines that are harmless") for n in r["notes"])
+    r2 = run(engine, warn + DS_OPT_ADAM.replace("DeepSpeedCPUAdam", "DeepSpeedCPUAdagrad"))
+    assert not any(n.startswith("Only lines that are harmless") for n in r2["notes"])
