@@ -81,13 +81,14 @@ def read_threads(folder: Path) -> list[Thread]:
 
 
 def read_causes(path: Path) -> dict[str, str]:
-    """`cause<TAB>target` lines (comments with #): the survey's words mapped to an entry id or
-    a class."""
+    """`cause<TAB>target` lines (comments with #): the survey's words, or one thread's URL,
+    mapped to an entry id or a class."""
     mapping: dict[str, str] = {}
     if not path.exists():
         return mapping
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = line.split("#", 1)[0].strip()
+        # a comment starts a line or follows a space (a URL may hold a '#')
+        line = "" if line.lstrip().startswith("#") else line.split(" #", 1)[0].strip()
         if not line:
             continue
         parts = line.split("\t")
@@ -101,9 +102,10 @@ def read_causes(path: Path) -> dict[str, str]:
 
 
 def classify(thread: Thread, causes: dict[str, str], kb_ids: frozenset[str]) -> Classified:
-    """Where a thread's cause lands today: the mapping first, then the cause itself or the
-    recorded entry when either is an entry id."""
-    target = causes.get(thread.cause, "")
+    """Where a thread's cause lands today: a mapping of the thread's own URL first (one survey
+    label can cover threads that turned out to be different failures), then the mapping of its
+    cause, then the cause itself or the recorded entry when either is an entry id."""
+    target = causes.get(thread.url) or causes.get(thread.cause, "")
     if not target:
         for candidate in (thread.entry, thread.cause):
             if candidate in kb_ids:

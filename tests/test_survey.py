@@ -74,6 +74,8 @@ def test_mapping_beats_recorded_entry_and_stale_entries_are_ignored(tmp_path: Pa
     causes = {"full-disk": "disk-full-enospc"}
     got = [classify(t, causes, IDS).target for t in read_threads(tmp_path)]
     assert got == ["disk-full-enospc", "dev-shm-too-small", "dev-shm-too-small", ""]
+    causes["u4"] = "dev-shm-too-small"  # one thread mapped by its URL, whatever its cause says
+    assert classify(read_threads(tmp_path)[3], causes, IDS).target == "dev-shm-too-small"
 
 
 def test_figures_pool_threads_per_entry_and_leave_classes_out_of_the_denominator(
