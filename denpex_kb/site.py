@@ -854,12 +854,17 @@ class SiteBuildError(Exception):
 
 
 def default_config_file() -> Path:
-    """mkdocs.yml at the top of the source checkout."""
-    return Path(__file__).resolve().parent.parent / "mkdocs.yml"
+    """The bundled mkdocs.yml: the checkout's, or the copy inside an installed wheel."""
+    from .bundle import BundleError, bundle
+
+    try:
+        return bundle().mkdocs_config
+    except BundleError as exc:
+        raise SiteBuildError(str(exc)) from None
 
 
 def build_site(
-    kb_dir: str | Path | None = None,
+    kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
     site_dir: str | Path | None = None,
     config_file: str | Path | None = None,
 ) -> Path:
@@ -876,9 +881,10 @@ def build_site(
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    bundled = not config_file
     config_file = Path(config_file) if config_file else default_config_file()
     if not config_file.is_file():
-        raise SiteBuildError(f"{config_file}: no such file (the hub is built from a checkout)")
+        raise SiteBuildError(f"{config_file}: no such file")
 
     class _Collect(logging.Handler):
         def __init__(self) -> None:
@@ -896,11 +902,21 @@ def build_site(
     overrides: dict[str, Any] = {"strict": True}
     if site_dir is not None:
         overrides["site_dir"] = str(Path(site_dir).resolve())
+    if bundled:
+        from .bundle import bundle
+
+        if bundle().installed:
+            if site_dir is None:  # mkdocs.yml's `site/` would land inside the installed package
+                raise SiteBuildError("give the folder to build the hub in (site_dir)")
+            # The hooks file by its place in this package (mkdocs.yml names it from the checkout).
+            overrides["hooks"] = [str(Path(__file__).with_name("site_hooks.py"))]
     from . import atomic
 
     try:
         cfg = load_config(config_file=str(config_file), **overrides)
-        if kb_dir is not None:
+        if isinstance(kb_dir, list | tuple):  # several folders, layered (kb.load_kb)
+            cfg.extra.setdefault("denpex", {})["kb_dir"] = [str(Path(k).resolve()) for k in kb_dir]
+        elif kb_dir is not None:
             cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
         # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
         # and two builds of the same hub take turns.
