@@ -74,6 +74,7 @@ SEVERITY_ORDER = ("critical", "high", "medium", "low")
 WRITE_AN_ENTRY = "write-an-entry.md"
 RULE_PACK_FORMAT = "rule-pack-format.md"
 REPORT_FORMAT = "report-format.md"
+USING_PAGES = (("Command line", "cli.md"), ("Python API", "api.md"))
 
 # Search boosts (Material's per-page `search.boost`): entry pages are what a search should find;
 # the hub's own pages rank below them. Listing pages repeat every summary and are not indexed.
@@ -780,6 +781,9 @@ def generate_hub(
     nav.append({"Phases": phases_nav})
     nav.append({"By failure class": "classes.md"})
     nav.append({"By tag": "tags.md"})
+    using = [{title: page} for title, page in USING_PAGES if page in static]
+    if using:
+        nav.append({"Use it": using})
     rp: list[Any] = [{"Download": "rule-pack.md"}]
     if has_format:
         rp.append({"Format": RULE_PACK_FORMAT})
