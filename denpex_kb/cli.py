@@ -210,9 +210,26 @@ def _silence_stdout() -> None:
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in denpex-kb, never 1 (which means "no match")
 
 
+class _PipeClosed(Exception):
+    """stdout's reader went away (`| head`); not an OSError, so that click's own handling
+    of EPIPE (exit 1) does not take it."""
+
+
 class _Main(click.Group):
     """The command group, with every way out ending in one line on stderr: usage errors,
     unwritable output (`> /dev/full`, a closed pipe), input the OS refuses, and bugs."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201
+        import errno
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _PipeClosed() from None
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise _PipeClosed() from None
+            raise
 
     def main(self, args=None, prog_name=None, complete_var=None, **extra):  # noqa: ANN001, ANN201
         import errno
@@ -236,7 +253,7 @@ class _Main(click.Group):
             _fail("interrupted", 130)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
-        except BrokenPipeError:  # `denpex-kb list | head -1`: the reader has all it wanted
+        except (_PipeClosed, BrokenPipeError):  # `list | head -1`: the reader has what it wanted
             _silence_stdout()
             sys.exit(0)
         except OSError as exc:

@@ -309,3 +309,26 @@ def test_every_imported_package_is_a_declared_dependency() -> None:
         dists = {d.lower().replace("_", "-") for d in providers.get(module, [])}
         dists = dists or {module.lower()}  # an optional one not installed here: by its name
         assert dists & names, f"`import {module}` (from {dists}) is not declared"
+
+
+def test_layered_knowledge_bases_on_the_command_line(tmp_path: Path) -> None:
+    team = tmp_path / "team-kb"
+    (team / "checkpoint").mkdir(parents=True)
+    src = (FIXTURE_KB / "checkpoint" / "fixture-quota.yaml").read_text("utf-8")
+    (team / "checkpoint" / "team-quota.yaml").write_text(
+        src.replace("id: fixture-quota", "id: team-quota", 1), "utf-8"
+    )
+    ok = CliRunner().invoke(main, ["validate", str(FIXTURE_KB), str(team)])
+    assert ok.exit_code == 0 and "ok: 3 entries" in ok.stdout, ok.output
+    listed = CliRunner().invoke(main, ["list", "--kb", str(FIXTURE_KB), "--kb", str(team)])
+    assert "team-quota" in listed.stdout and "fixture-quota" in listed.stdout
+    out = tmp_path / "hub"
+    built = CliRunner().invoke(
+        main, ["build", "--kb", str(FIXTURE_KB), "--kb", str(team), "-o", str(out)]
+    )
+    assert built.exit_code == 0, built.output
+    assert (out / "site" / "entries" / "team-quota.html").is_file()
+    assert (out / "site" / "entries" / "fixture-quota.html").is_file()
+    (team / "checkpoint" / "fixture-quota.yaml").write_text(src, "utf-8")  # an id clash
+    clash = CliRunner().invoke(main, ["validate", str(FIXTURE_KB), str(team)])
+    assert clash.exit_code == 1 and "duplicate id 'fixture-quota'" in clash.stderr

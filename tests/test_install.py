@@ -42,9 +42,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _clean_env() -> dict[str, str]:
+    """This environment without PYTHONPATH and friends: a checkout on the path would make pip
+    see denpex-kb as installed already, and the commands import the checkout's code."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+
+
 def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 300):
     return subprocess.run(
-        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        cmd,
+        cwd=cwd,
+        env=env if env is not None else _clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -150,6 +162,7 @@ def venv(dists: tuple[Path, Path], scratch: Path) -> Path:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (where / "bin" / "denpex-kb").is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     print(f"venv + install: {time.monotonic() - t0:.1f}s")
     return where
 
