@@ -618,7 +618,7 @@ def build(
             site_path = site_dir or out / "site"
         else:
             _refuse_foreign(out)
-            with atomic.lock(out):
+            with atomic.lock(_lock_target(out)):
                 atomic.remove_stale(out)
                 tmp = atomic.make_tmp_dir(out)
                 try:
@@ -632,7 +632,7 @@ def build(
                 finally:
                     if tmp.exists():
                         shutil.rmtree(tmp, ignore_errors=True)
-            outputs = [(what, out / p.relative_to(tmp)) for what, p in outputs]
+            outputs = [(what, out / p.resolve().relative_to(tmp.resolve())) for what, p in outputs]
             site_path = out / "site"
     except OSError as exc:
         where = exc.filename or out
@@ -643,6 +643,17 @@ def build(
         f"built {len(kb.entries)} entries in {time.perf_counter() - t0:.1f}s; "
         f"open {(site_path / 'index.html').resolve().as_uri()} (works offline)"
     )
+
+
+def _lock_target(out: Path) -> Path:
+    """Two builds into one folder take turns on a lock kept in the per-user cache, so that
+    nothing but the output folder appears next to the user's files."""
+    import hashlib
+
+    from .index import cache_dir
+
+    key = hashlib.sha256(os.fsencode(str(out.resolve()))).hexdigest()[:24]
+    return cache_dir() / "locks" / key
 
 
 def _refuse_foreign(out: Path) -> None:
