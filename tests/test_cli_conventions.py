@@ -246,19 +246,20 @@ def test_shell_completion_of_entry_ids_and_options() -> None:
 # --- build output ---------------------------------------------------------------------------------
 
 
-def test_build_writes_one_clearly_named_folder(tmp_path: Path) -> None:
+def test_build_writes_one_clearly_named_folder(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
-        first = runner.invoke(main, ["build", "--kb", str(FIXTURE_KB)])
-        assert first.exit_code == 0, first.output
-        out = Path(cwd) / "denpex-kb-build"
-        assert sorted(p.name for p in Path(cwd).iterdir()) == ["denpex-kb-build"]
-        assert (out / BUILD_MARKER).is_file()
-        for name in ("denpex-rules.json", "index/denpex-index.json", "site/index.html"):
-            assert (out / name).is_file(), name
-        assert not list(out.glob(".*.lock")) and not list(out.glob("*.tmp-*"))
-        again = runner.invoke(main, ["build", "--kb", str(FIXTURE_KB)])
-        assert again.exit_code == 0, again.output  # its own folder: replaced
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / ".cache"))
+    first = runner.invoke(main, ["build", "--kb", str(FIXTURE_KB)])
+    assert first.exit_code == 0, first.output
+    out = tmp_path / "denpex-kb-build"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cache", "denpex-kb-build"]
+    assert (out / BUILD_MARKER).is_file()
+    for name in ("denpex-rules.json", "index/denpex-index.json", "site/index.html"):
+        assert (out / name).is_file(), name
+    assert not list(out.glob(".*.lock")) and not list(out.glob("*.tmp-*"))
+    again = runner.invoke(main, ["build", "--kb", str(FIXTURE_KB)])
+    assert again.exit_code == 0, again.output  # its own folder: replaced
 
 
 def test_build_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
