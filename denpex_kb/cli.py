@@ -514,6 +514,7 @@ def search(
         n = len(exc.problems)
         raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
     try:
+        _info(f"text index {ix.path}")
         hits = ix.search(text, limit=limit)
     finally:
         ix.close()
