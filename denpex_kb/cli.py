@@ -980,6 +980,108 @@ def eval_cmd(
         sys.exit(1)
 
 
+@main.command("fleet")
+@_common
+@click.argument("inputs", nargs=-1)
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help='JSON Lines of jobs: {"id", "paths" (or "path"), "time", "meta"}.',
+)
+@click.option(
+    "--job-depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Every file or folder this many levels below a folder is one job (default: "
+    "folders of per-rank files are jobs, other files are jobs each).",
+)
+@click.option(
+    "--include",
+    multiple=True,
+    help="In walked folders, only files whose name matches this pattern are jobs (repeatable, "
+    "e.g. --include '*.log' --include '*.gz').",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("fleet-out"),
+    show_default=True,
+    help="records.jsonl (appended, re-runs skip done jobs) and report.{md,json,html}.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    "workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per CPU).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray", "serial"]),
+    default="local",
+    show_default=True,
+    help="Process pool here, Ray tasks (pip install 'denpex-kb[ray]'), or one process.",
+)
+@click.option("--ray-address", default=None, help="Ray cluster address (default: a local Ray).")
+@_kb_option
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="An exported rule pack (default: built from the knowledge base).",
+)
+@click.option(
+    "--min-suspect-jobs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="A host is a suspect node after hardware failures started there in this many jobs.",
+)
+def fleet_cmd(
+    inputs,
+    manifest,
+    job_depth,
+    include,
+    out_dir,
+    workers,
+    engine,
+    ray_address,
+    kb_dir,
+    rules_path,
+    min_suspect_jobs,
+) -> None:  # noqa: ANN001
+    """Diagnose many jobs (folders, globs, a manifest) and write fleet reports: failure mix
+    per day/week and phase, suspect nodes, unknown-error clusters, version-only failures."""
+    from . import fleet
+    from .engine import InputError, RulesError, load_rulepack
+
+    if not inputs and manifest is None:
+        raise UserError("give job folders, files or globs, or --manifest FILE")
+    if isinstance(kb_dir, list):
+        raise UserError("fleet takes one --kb folder (layered knowledge bases: not yet)")
+    try:
+        pack = load_rulepack(rules_path, kb_dir)
+        jobs = fleet.discover(
+            list(inputs), manifest, job_depth, fleet.rank_in_name(pack), list(include)
+        )
+        kb = str(kb_dir) if kb_dir is not None else None
+        summary = fleet.run_fleet(
+            jobs, out_dir / "records.jsonl", pack, kb, workers, engine, ray_address
+        )
+        paths = fleet.write_reports(
+            out_dir, out_dir / "records.jsonl", pack, min_suspect_jobs, _built_hub_url()
+        )
+    except (InputError, RulesError, fleet.JobError, RuntimeError) as exc:
+        raise UserError(str(exc)) from None
+    click.echo(summary.line())
+    click.echo(f"report     {paths['html'].resolve().as_uri()} (and report.md, report.json)")
+
+
 def _displayable(obj):  # noqa: ANN001, ANN202
     """The report with file names that are not UTF-8 written as `\\xNN` (valid JSON/text)."""
     from .termsafe import displayable_path

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -96,6 +97,13 @@ class CaseResult:
     outcome: str
     rank_expected: int | None
     rank_got: int | None
+    cited: bool = False
+    """The case's thread is cited by an entry: its author read it, so the case no longer
+    measures generalisation (reported apart, see `exposure`)."""
+
+    @property
+    def exposure(self) -> str:
+        return f"{self.split}, {'cited by kb' if self.cited else 'never cited'}"
 
     @property
     def got(self) -> str:
@@ -141,8 +149,11 @@ def coverage_of(expect: str, kb_ids: frozenset[str]) -> str:
     return "covered" if expect in kb_ids else "uncovered"
 
 
-def score(case: Case, report: dict[str, Any], kb_ids: frozenset[str]) -> CaseResult:
-    """One case's result from the engine's report on its body."""
+def score(
+    case: Case, report: dict[str, Any], kb_ids: frozenset[str], cited: frozenset[str] = frozenset()
+) -> CaseResult:
+    """One case's result from the engine's report on its body. `cited`: thread URLs the
+    knowledge base cites (normalised by thread_key)."""
     hyps = hypotheses(report)
     verdict = str(report.get("verdict"))
     confident = is_confident(report)
@@ -160,7 +171,32 @@ def score(case: Case, report: dict[str, Any], kb_ids: frozenset[str]) -> CaseRes
         outcome=classify(case.expect, verdict, confident, hyps),
         rank_expected=case.rank,
         rank_got=report.get("initiating_rank"),
+        cited=thread_key(case.url) in cited,
     )
+
+
+_URL = re.compile(r"https?://[^\s\"'<>)\]`]+")
+# Repositories that moved: one thread, two addresses.
+_MOVED = (("github.com/microsoft/deepspeed/", "github.com/deepspeedai/deepspeed/"),)
+
+
+def thread_key(url: str) -> str:
+    """A URL reduced to the thread it names (scheme, fragment, query, case and a moved
+    repository's old owner do not matter)."""
+    u = url.strip().rstrip(".,;:").split("#", 1)[0].split("?", 1)[0].rstrip("/").lower()
+    u = u.split("://", 1)[-1].removeprefix("www.")
+    for old, new in _MOVED:
+        u = u.replace(old, new)
+    return u
+
+
+def cited_threads(kb_dir: Path) -> frozenset[str]:
+    """Every URL the entries' YAML mentions (references, example sources, signal sources)."""
+    out: set[str] = set()
+    for path in sorted(kb_dir.rglob("*.yaml")):
+        for m in _URL.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            out.add(thread_key(m.group(0)))
+    return frozenset(out)
 
 
 # --- Running the engine --------------------------------------------------------------------------
@@ -197,7 +233,10 @@ def evaluate_cases(cases: list[Case], kb_dir: Path | None = None) -> EvalRun:
         suggest_related(report, str(kb_dir) if kb_dir else None, pack=pack)
         return report
 
-    results = tuple(score(c, report_of(c), kb_ids) for c in cases)
+    from .kb import default_kb_dir
+
+    cited = cited_threads(Path(kb_dir) if kb_dir else default_kb_dir())
+    results = tuple(score(c, report_of(c), kb_ids, cited) for c in cases)
     info = {"content_hash": pack["content_hash"], "kb_version": pack["kb_version"]}
     return EvalRun(results, info, tuple(_warnings(cases, kb_ids)))
 
@@ -228,7 +267,7 @@ def rates(results: Iterable[CaseResult]) -> Rates:
     )
 
 
-GROUPS: tuple[str, ...] = ("split", "phase", "coverage")
+GROUPS: tuple[str, ...] = ("split", "exposure", "phase", "coverage")
 
 
 def group_rates(results: tuple[CaseResult, ...]) -> dict[str, dict[str, Rates]]:

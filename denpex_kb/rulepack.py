@@ -25,7 +25,7 @@ from .attribution_vectors import ATTRIBUTION_VECTORS
 from .factspec import facts_section
 
 FORMAT = "denpex-rulepack"
-FORMAT_VERSION = "1.2"
+FORMAT_VERSION = "1.3"
 DIALECT = "re2"
 DEFAULT_OUTPUT = Path("denpex-rules.json")
 VECTORS_FORMAT = "denpex-rulepack-vectors"

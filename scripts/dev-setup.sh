@@ -18,5 +18,5 @@ if ((${#missing[@]})); then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,ray]'
 echo "dev-setup: ready (.venv)"

@@ -195,3 +195,93 @@ def test_slow_rank_in_a_barrier_is_named_without_inventing_a_sigkill(engine: Eng
     notes = " ".join(r["notes"])
     assert "rank 0 is the slow rank" in notes
     assert "SIGKILL" not in notes
+
+
+def test_text_report_shows_the_facts_and_where_each_rank_came_from(engine: Engine) -> None:
+    from denpex_kb.engine.render import render_text
+
+    prefixed = "".join(f"[rank3]:{ln}\n" for ln in ERRNO28.splitlines())
+    r = run(engine, prefixed + DF_FULL)
+    ev = r["root_cause"]["evidence"][0]
+    assert (ev["rank"], ev["rank_via"]) == (3, "prefix")
+    text = render_text(r)
+    assert "verdict: confident" in text
+    assert "(rank from its [rankN]/launcher prefix)" in text
+    facts = text.split("\nFACTS", 1)[1].split("\nFIX", 1)[0]
+    assert "100% /ckpt" in facts  # the df row that proves the disk is full, with its line
+
+
+def test_rank_via_is_null_without_a_rank(engine: Engine) -> None:
+    r = run(engine, ERRNO28 + DF_FULL)
+    assert {(e["rank"], e["rank_via"]) for e in r["root_cause"]["evidence"]} == {(None, None)}
+
+
+DS_OPT_ADAM = (
+    "Exception ignored in: <function DeepSpeedCPUAdam.__del__ at 0x7f2c1c0d3e20>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/ops/adam/cpu_adam.py", line 102, in __del__\n'
+    "    self.ds_opt_adam.destroy_adam(self.opt_id)\n"
+    "AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n"
+)
+
+
+def test_collateral_line_alone_stands_in_as_the_probable_cause(engine: Engine) -> None:
+    r = run(engine, DS_OPT_ADAM)
+    assert r["verdict"] == "probable"
+    assert [p["id"] for p in r["probable"]] == ["cpu-adam-missing-ds-opt-adam"]
+    assert "cpu-adam-missing-ds-opt-adam" not in {c["id"] for c in r["collateral"]}
+
+
+def test_stand_in_yields_to_a_root_cause_in_the_same_log(engine: Engine) -> None:
+    build = (
+        "[1/3] c++ -MMD -MF cpu_adam.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c cpu_adam.cpp -o cpu_adam.o\n"
+        "FAILED: cpu_adam.o\n"
+        "/bin/sh: 1: c++: not found\n"
+        "ninja: build stopped: subcommand failed.\n"
+        "RuntimeError: Error building extension 'cpu_adam'\n"
+    )
+    r = run(engine, build + DS_OPT_ADAM)
+    assert r["verdict"] != "none"
+    top = (r["root_cause"] or (r["probable"] + r["differential"])[0])["id"]
+    assert top != "cpu-adam-missing-ds-opt-adam"
+    assert "cpu-adam-missing-ds-opt-adam" in {c["id"] for c in r["collateral"]}
+
+
+def test_collateral_without_weak_signals_never_stands_in(engine: Engine) -> None:
+    watchdog = (
+        "[rank0]:[E1129 11:00:00.200000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
+        "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
+    )
+    r = run(engine, watchdog)
+    assert r["verdict"] == "none" and not r["probable"]
+    assert "nccl-watchdog-timeout" in {c["id"] for c in r["collateral"]}
+
+
+DS_REPORT = (  # ds_report's op table after ANSI stripping (deepspeed/env_report.py, v0.5-v0.19)
+    "JIT compiled ops requires ninja\n"
+    "ninja .................. [OKAY]\n"
+    "op name ................ installed .. compatible\n"
+    "async_io ............... [NO] ....... [NO]\n"
+    "cpu_adam ............... [NO] ....... [OKAY]\n"
+)
+NVSMI_T4 = "|   0  Tesla T4            Off  | 00000000:00:04.0 Off |                    0 |\n"
+NVSMI_A100 = (
+    "|   0  NVIDIA A100-SXM4-80GB          On  |   00000000:07:00.0 Off |                    0 |\n"
+)
+
+
+def test_ds_report_and_nvidia_smi_rows_become_facts(engine: Engine) -> None:
+    r = run(engine, DS_REPORT + NVSMI_T4)
+    ops = {(f["fields"]["op"], f["fields"]["compatible"]) for f in r["facts"]["ds_op"]["records"]}
+    assert ops == {("ninja", "OKAY"), ("async_io", "NO"), ("cpu_adam", "OKAY")}
+    assert [f["fields"]["name"] for f in r["facts"]["gpu_model"]["records"]] == ["Tesla T4"]
+
+
+def test_pre_ampere_gpu_favours_the_dtype_entry_and_an_ampere_one_does_not(engine: Engine) -> None:
+    err = "ValueError: Type bf16 is not supported on your device.\n"
+    old = run(engine, NVSMI_T4 + err)["root_cause"]
+    new = run(engine, NVSMI_A100 + err)["root_cause"]
+    assert old["id"] == new["id"] == "dtype-not-supported-on-device"
+    assert [f["fact"] for f in old["facts_for"]] == ["gpu_model"]
+    assert new["facts_for"] == [] and old["confidence"] > new["confidence"]

@@ -322,3 +322,45 @@ def test_the_committed_corpus_passes_its_baseline() -> None:
         pytest.skip("tests/corpus has no cases yet")
     code, out, err = run("eval", str(CORPUS), "--baseline", str(baseline))
     assert code == 0, out + err
+
+
+def test_thread_key_and_cited_threads(tmp_path: Path) -> None:
+    key = ev.thread_key
+    assert key("https://github.com/microsoft/DeepSpeed/issues/12#issuecomment-9") == key(
+        "https://github.com/deepspeedai/DeepSpeed/issues/12"
+    )
+    assert key("https://github.com/a/b/issues/1") != key("https://github.com/a/b/issues/12")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "e.yaml").write_text(
+        'references:\n  - url: "https://github.com/microsoft/DeepSpeed/issues/7"\n'
+        "note: see https://github.com/a/b/issues/3).\n",
+        encoding="utf-8",
+    )
+    cited = ev.cited_threads(tmp_path)
+    assert key("https://github.com/deepspeedai/DeepSpeed/issues/7") in cited
+    assert key("https://github.com/a/b/issues/3") in cited
+    assert key("https://github.com/a/b/issues/4") not in cited
+
+
+def test_cited_cases_are_reported_apart() -> None:
+    ids = frozenset({"disk-full-enospc"})
+    body = b"OSError: [Errno 28] No space left on device\n"
+    report = {"verdict": "none", "root_cause": None, "differential": [], "probable": []}
+    from denpex_kb.corpus import Case
+
+    case = Case(
+        id="c1",
+        path=Path("holdout/c1.log"),
+        url="https://github.com/a/b/issues/3",
+        expect="disk-full-enospc",
+        covered=True,
+        phase="checkpoint",
+        evidence="x",
+        split="holdout",
+        rank=None,
+        note=None,
+        body=body,
+    )
+    seen = ev.score(case, report, ids, frozenset({ev.thread_key(case.url)}))
+    unseen = ev.score(case, report, ids, frozenset())
+    assert (seen.exposure, unseen.exposure) == ("holdout, cited by kb", "holdout, never cited")

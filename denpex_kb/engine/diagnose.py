@@ -214,6 +214,22 @@ def _rank_hypotheses(cs: list[Candidate]) -> list[Candidate]:
     )
 
 
+def _stand_ins(cands: list[Candidate]) -> list[Candidate]:
+    """Collateral entries that fired on a signal they list as `weak`: their line is printed only
+    as the consequence of the one failure the entry describes (the destructor of a CPU optimizer
+    whose op never loaded), so with no root cause in sight it stands in for the cause the paste
+    left out. Spec: docs/rule-pack-format.md, "Hypotheses"."""
+    stand = [
+        c
+        for c in cands
+        if c.role == "collateral"
+        and not c.partial
+        and c.ruled_out is None
+        and c.matched & set(c.entry["match"].get("weak", []))
+    ]
+    return _rank_hypotheses(stand) if stand else []
+
+
 def diagnose(
     cands: list[Candidate], facts: dict[str, list[Fact]], scoring: dict[str, int]
 ) -> Diagnosis:
@@ -254,6 +270,9 @@ def diagnose(
         return Diagnosis("confident", root, [], others, conseq, ruled, cands)
     pool = [c for c in live if not c.shadowed_by]
     if not pool:
+        stand = _stand_ins(cands)
+        if stand:
+            return Diagnosis("probable", None, stand[:1], [], conseq, ruled, cands)
         return Diagnosis("none", None, [], [], conseq, ruled, cands)
     hyps = _rank_hypotheses(pool)
     top = hyps[0]

@@ -20,7 +20,14 @@ def _ev(h: Hit, names: list[str]) -> dict[str, Any]:
     if len(text) > EVIDENCE_TEXT_MAX:
         half = EVIDENCE_TEXT_MAX // 2
         text = text[:half] + " … " + text[-half:]
-    return {"file": names[h.source], "line": h.line, "rank": h.rank, "host": h.host, "text": text}
+    return {
+        "file": names[h.source],
+        "line": h.line,
+        "rank": h.rank,
+        "host": h.host,
+        "text": text,
+        "rank_via": h.rank_via if h.rank is not None else None,
+    }
 
 
 def _cand_json(c: Candidate, names: list[str]) -> dict[str, Any]:
@@ -150,7 +157,8 @@ def explain(
     root = diag.root
     lead = diag.hypotheses[0] if diag.hypotheses else None
     notes: list[str] = []
-    collateral = [c for c in candidates if c.role == "collateral"]
+    # A collateral entry standing in as the probable cause is reported as that, not twice.
+    collateral = [c for c in candidates if c.role == "collateral" and c not in diag.hypotheses]
     earliest([c for c in candidates if c.role == "root-cause" and c.first is None])
 
     ordered: list[Candidate] = [root] if root else list(diag.hypotheses)

@@ -19,58 +19,95 @@ def _where(ev: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def render_text(report: dict[str, Any], color: bool = False, hub: str | None = None) -> str:
-    """The report for a terminal. `hub`: base URL of a built docs hub (e.g. file:///.../site/)
-    to turn the entry's page path into a link that opens."""
+VIA = {
+    "prefix": "its [rankN]/launcher prefix",
+    "marker": "a rank marker in the line",
+    "file-name": "the file name",
+    "elastic-summary": "the torchelastic failure summary",
+    "pid": "its process id (launcher spawn lines)",
+    "device": "its NCCL host:pid and device",
+    "shard": "a per-rank file name in the line",
+}
 
+
+def _paint(color: bool):  # noqa: ANN202
     def c(s: str, code: str) -> str:
         return f"\x1b[{code}m{s}\x1b[0m" if color else s
 
-    out: list[str] = []
+    return c
+
+
+def _headline(report: dict[str, Any], c, hub: str | None) -> list[str]:  # noqa: ANN001
     rc = report["root_cause"]
     if rc:
-        out.append(c("ROOT CAUSE", "1;31") + f"  {rc['title']}")
         page = (hub or "") + rc["url"]
-        out.append(f"  entry: {rc['id']}   confidence: {rc['confidence']:.2f}   page: {page}")
-    elif report.get("differential"):
-        out.append(
-            c("DIFFERENTIAL", "1;33") + "  several failures fit this log; it does not say which"
-        )
-        out += _hypotheses_text(report["differential"], hub)
-    elif report.get("probable"):
-        p = report["probable"][0]
-        out.append(c("PROBABLE CAUSE", "1;33") + f"  {p['title']}")
-        out.append(f"  entry: {p['id']}   confidence: {p['confidence']:.2f} (weak evidence)")
-        out += [
-            f"    {_where(ev)}: {escape_controls(ev['text'].strip()[:200])}"
-            for ev in p["evidence"][:3]
+        return [
+            c("ROOT CAUSE", "1;31") + f"  {rc['title']}",
+            f"  entry: {rc['id']}   verdict: {report.get('verdict') or 'confident'}   "
+            f"confidence: {rc['confidence']:.2f}   page: {page}",
         ]
-    else:
-        out.append(c("NO CONFIDENT MATCH", "1;33"))
-    if report["initiating_rank"] is not None:
-        host = f" on {report['initiating_host']}" if report["initiating_host"] else ""
-        out.append(
-            f"  initiating rank: {report['initiating_rank']}{host} ({report['initiating_basis']})"
-        )
-    if rc:
-        out.append("\n" + c("EVIDENCE", "1"))
-        for ev in rc["evidence"]:
-            out.append(f"  {_where(ev)}")
-            out.append(f"    {escape_controls(ev['text'].strip())}")
-        out.append("\n" + c("FIX", "1"))
-        for i, step in enumerate(rc["fix"]["steps"], 1):
-            out.append(f"  {i}. {step.strip()}")
-        if rc["fix"]["workaround"]:
-            out.append(f"  Workaround: {rc['fix']['workaround'].strip()}")
-        out.append("\n" + c("VERIFY", "1"))
-        out.append("  $ " + rc["verify"]["command"].strip().replace("\n", "\n    "))
-        out.append(f"  {rc['verify']['expected'].strip()}")
-    if report.get("tell_apart") and not rc:
-        title = "CONFIRM" if report.get("probable") else "TELL THEM APART"
-        out.append("\n" + c(title, "1") + " (read-only commands; run them where the job ran)")
-        for t in report["tell_apart"]:
-            out.append(f"  $ {t['command'].strip()}")
-            out.append(f"    {t['entry']}: {t['shows'].strip()}")
+    if report.get("differential"):
+        return [
+            c("DIFFERENTIAL", "1;33") + "  several failures fit this log; it does not say which",
+            *_hypotheses_text(report["differential"], hub),
+        ]
+    if report.get("probable"):
+        p = report["probable"][0]
+        return [
+            c("PROBABLE CAUSE", "1;33") + f"  {p['title']}",
+            f"  entry: {p['id']}   confidence: {p['confidence']:.2f} (weak evidence)",
+            *(
+                f"    {_where(ev)}: {escape_controls(ev['text'].strip()[:200])}"
+                for ev in p["evidence"][:3]
+            ),
+        ]
+    return [c("NO CONFIDENT MATCH", "1;33")]
+
+
+def _initiator(report: dict[str, Any]) -> list[str]:
+    if report["initiating_rank"] is None:
+        return []
+    host = f" on {report['initiating_host']}" if report["initiating_host"] else ""
+    return [f"  initiating rank: {report['initiating_rank']}{host} ({report['initiating_basis']})"]
+
+
+def _root_cause_body(rc: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+    out = ["\n" + c("EVIDENCE", "1")]
+    for ev in rc["evidence"]:
+        via = VIA.get(ev.get("rank_via") or "")
+        out.append(f"  {_where(ev)}" + (f"  (rank from {via})" if via else ""))
+        out.append(f"    {escape_controls(ev['text'].strip())}")
+    if rc.get("facts_for"):
+        out.append("\n" + c("FACTS", "1") + " (what else in the log supports it)")
+        for f in rc["facts_for"]:
+            out.append(f"  - {f['tell']}")
+            out += [
+                f"      {ln['file']}:{ln['line']}: {escape_controls(ln['text'].strip()[:200])}"
+                for ln in f.get("lines", [])[:2]
+            ]
+    out.append("\n" + c("FIX", "1"))
+    out += [f"  {i}. {step.strip()}" for i, step in enumerate(rc["fix"]["steps"], 1)]
+    if rc["fix"]["workaround"]:
+        out.append(f"  Workaround: {rc['fix']['workaround'].strip()}")
+    out.append("\n" + c("VERIFY", "1"))
+    out.append("  $ " + rc["verify"]["command"].strip().replace("\n", "\n    "))
+    out.append(f"  {rc['verify']['expected'].strip()}")
+    return out
+
+
+def _settle(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+    if not report.get("tell_apart") or report["root_cause"]:
+        return []
+    title = "CONFIRM" if report.get("probable") else "TELL THEM APART"
+    out = ["\n" + c(title, "1") + " (read-only commands; run them where the job ran)"]
+    for t in report["tell_apart"]:
+        out.append(f"  $ {t['command'].strip()}")
+        out.append(f"    {t['entry']}: {t['shows'].strip()}")
+    return out
+
+
+def _links(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+    out: list[str] = []
     for con in report.get("consequences") or []:
         if con is report["consequences"][0]:
             out.append("\n" + c("CONSEQUENCES", "1") + " (caused by the root cause)")
@@ -90,6 +127,11 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         for col in report["collateral"]:
             ranks = f" ranks {_ranges(col['ranks'])}" if col["ranks"] else ""
             out.append(f"  - {col['id']}: {col['count']} line(s){ranks}")
+    return out
+
+
+def _others(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+    rc = report["root_cause"]
     shown = {x["id"] for x in report.get("differential", []) + report.get("probable", [])}
     shown |= {x["id"] for x in report.get("consequences", []) + report.get("ruled_out", [])}
     others = [
@@ -97,24 +139,35 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
         for x in report["candidates"]
         if x["role"] == "root-cause" and (not rc or x["id"] != rc["id"]) and x["id"] not in shown
     ]
-    if others:
-        out.append("\n" + c("OTHER CANDIDATES", "1"))
-        for x in others:
-            why = f" (less specific than {x['shadowed_by']})" if x["shadowed_by"] else ""
-            out.append(f"  - {x['id']}  confidence {x['confidence']:.2f}{why}")
+    out = ["\n" + c("OTHER CANDIDATES", "1")] if others else []
+    for x in others:
+        why = f" (less specific than {x['shadowed_by']})" if x["shadowed_by"] else ""
+        out.append(f"  - {x['id']}  confidence {x['confidence']:.2f}{why}")
     if report.get("unrecognised_errors"):
         out.append("\n" + c("UNRECOGNISED ERRORS", "1") + " (no entry knows these)")
         for ev in report["unrecognised_errors"][:8]:
             out.append(f"  {_where(ev)}")
-            out.append(f"    {ev['text'].strip()[:300]}")
+            out.append(f"    {escape_controls(ev['text'].strip()[:300])}")
     if report.get("related"):
         out.append("\n" + c("RELATED ENTRIES", "1") + " (text similarity: a hint, not a diagnosis)")
-        for r in report["related"]:
-            out.append(f"  - {r['id']}  confidence {r['confidence']:.2f}: {r['title']}")
+        out += [
+            f"  - {r['id']}  confidence {r['confidence']:.2f}: {r['title']}"
+            for r in report["related"]
+        ]
     if report["notes"]:
         out.append("\n" + c("NOTES", "1"))
-        for n in report["notes"]:
-            out.append(f"  - {n}")
+        out += [f"  - {n}" for n in report["notes"]]
+    return out
+
+
+def render_text(report: dict[str, Any], color: bool = False, hub: str | None = None) -> str:
+    """The report for a terminal. `hub`: base URL of a built docs hub (e.g. file:///.../site/)
+    to turn the entry's page path into a link that opens."""
+    c = _paint(color)
+    out = _headline(report, c, hub) + _initiator(report)
+    if report["root_cause"]:
+        out += _root_cause_body(report["root_cause"], c)
+    out += _settle(report, c) + _links(report, c) + _others(report, c)
     return "\n".join(out) + "\n"
 
 

@@ -115,3 +115,29 @@ def test_entry_that_is_not_a_regular_file_is_refused_unread(
     lines = stderr_lines(proc)
     assert len(lines) == 2 and "special.yaml:1:1: (file): not a regular file" in lines[0]
     assert lines[1] == "denpex-kb: 1 problem(s) found"
+
+
+def test_c_composer_gives_the_same_values_and_positions_as_the_python_one() -> None:
+    """The fast path (libyaml) must be indistinguishable from the reference composer on every
+    bundled entry, aliases and flow collections included."""
+    from pathlib import Path
+
+    from denpex_kb.yamlsrc import C_LOADER, load_located
+
+    if C_LOADER is None:
+        pytest.skip("PyYAML built without libyaml")
+    files = sorted((Path(__file__).resolve().parents[2] / "kb").rglob("*.yaml"))
+    assert len(files) > 100
+    extra = ["a: &x [1, {b: 2}]\nc: [*x, *x]\n", "k: |\n  multi\n  line\nl: 'q'\n"]
+    for text in [f.read_text(encoding="utf-8") for f in files] + extra:
+        assert load_located(text) == load_located(text, use_c=False)
+
+
+@pytest.mark.parametrize("use_c", [True, False])
+def test_depth_limit_is_the_same_on_both_composers(use_c: bool) -> None:
+    from denpex_kb.yamlsrc import MAX_DEPTH, YamlProblem, load_located
+
+    load_located("[" * MAX_DEPTH + "]" * MAX_DEPTH, use_c=use_c)
+    with pytest.raises(YamlProblem) as exc:
+        load_located("x:\n" + "".join("  " * i + "- \n" for i in range(MAX_DEPTH + 5)), use_c=use_c)
+    assert "nested deeper" in exc.value.message
