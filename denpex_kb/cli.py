@@ -63,7 +63,7 @@ def _common(f):  # noqa: ANN001, ANN202
         count=True,
         expose_value=False,
         callback=_set_opt,
-        help="Say more on stderr: what was loaded from where, timings.",
+        help="Say more on stderr: which rule pack and index were used, where outputs went.",
     )(f)
     f = click.option(
         "-q",
