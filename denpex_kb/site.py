@@ -74,6 +74,7 @@ SEVERITY_ORDER = ("critical", "high", "medium", "low")
 WRITE_AN_ENTRY = "write-an-entry.md"
 RULE_PACK_FORMAT = "rule-pack-format.md"
 REPORT_FORMAT = "report-format.md"
+USING_PAGES = (("Command line", "cli.md"), ("Python API", "api.md"))
 
 # Search boosts (Material's per-page `search.boost`): entry pages are what a search should find;
 # the hub's own pages rank below them. Listing pages repeat every summary and are not indexed.
@@ -780,6 +781,9 @@ def generate_hub(
     nav.append({"Phases": phases_nav})
     nav.append({"By failure class": "classes.md"})
     nav.append({"By tag": "tags.md"})
+    using = [{title: page} for title, page in USING_PAGES if page in static]
+    if using:
+        nav.append({"Use it": using})
     rp: list[Any] = [{"Download": "rule-pack.md"}]
     if has_format:
         rp.append({"Format": RULE_PACK_FORMAT})
@@ -854,12 +858,17 @@ class SiteBuildError(Exception):
 
 
 def default_config_file() -> Path:
-    """mkdocs.yml at the top of the source checkout."""
-    return Path(__file__).resolve().parent.parent / "mkdocs.yml"
+    """The bundled mkdocs.yml: the checkout's, or the copy inside an installed wheel."""
+    from .bundle import BundleError, bundle
+
+    try:
+        return bundle().mkdocs_config
+    except BundleError as exc:
+        raise SiteBuildError(str(exc)) from None
 
 
 def build_site(
-    kb_dir: str | Path | None = None,
+    kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
     site_dir: str | Path | None = None,
     config_file: str | Path | None = None,
 ) -> Path:
@@ -876,9 +885,10 @@ def build_site(
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    bundled = not config_file
     config_file = Path(config_file) if config_file else default_config_file()
     if not config_file.is_file():
-        raise SiteBuildError(f"{config_file}: no such file (the hub is built from a checkout)")
+        raise SiteBuildError(f"{config_file}: no such file")
 
     class _Collect(logging.Handler):
         def __init__(self) -> None:
@@ -896,11 +906,21 @@ def build_site(
     overrides: dict[str, Any] = {"strict": True}
     if site_dir is not None:
         overrides["site_dir"] = str(Path(site_dir).resolve())
+    if bundled:
+        from .bundle import bundle
+
+        if bundle().installed:
+            if site_dir is None:  # mkdocs.yml's `site/` would land inside the installed package
+                raise SiteBuildError("give the folder to build the hub in (site_dir)")
+            # The hooks file by its place in this package (mkdocs.yml names it from the checkout).
+            overrides["hooks"] = [str(Path(__file__).with_name("site_hooks.py"))]
     from . import atomic
 
     try:
         cfg = load_config(config_file=str(config_file), **overrides)
-        if kb_dir is not None:
+        if isinstance(kb_dir, list | tuple):  # several folders, layered (kb.load_kb)
+            cfg.extra.setdefault("denpex", {})["kb_dir"] = [str(Path(k).resolve()) for k in kb_dir]
+        elif kb_dir is not None:
             cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
         # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
         # and two builds of the same hub take turns.
