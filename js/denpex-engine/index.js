@@ -109,14 +109,26 @@ export class Analysis {
     let pos = 0;
     const n = text.length;
     let nextProgress = 0;
+    // Byte offsets count the input's own bytes (an undecodable byte is one byte, not the three
+    // of its U+FFFD): lines are found at the same \n in the bytes and in the text.
+    const bytes = typeof data === "string" ? null : data;
+    let bpos = 0;
     while (pos < n) {
-      let nl = text.indexOf("\n", pos);
+      const nl = text.indexOf("\n", pos);
       const end = nl === -1 ? n : nl;
-      const raw = this.normaliser.blockLevel(text.slice(pos, end));
+      const whole = text.slice(pos, end);
+      const raw = this.normaliser.blockLevel(whole);
       pos = nl === -1 ? n : nl + 1;
       lineNo++;
       const at = offset;
-      offset += utf8Length(raw) + (nl === -1 ? 0 : 1);
+      let len;
+      if (bytes !== null) {
+        const bnl = bytes.indexOf(10, bpos);
+        const bend = bnl === -1 ? bytes.length : bnl;
+        len = bend - bpos - (whole.length - raw.length); // NUL and ANSI bytes are ASCII
+        bpos = bend + 1;
+      } else len = utf8Length(raw);
+      offset += len + (nl === -1 ? 0 : 1);
       if (onProgress && pos >= nextProgress) {
         onProgress(pos, n);
         nextProgress = pos + (1 << 20);
