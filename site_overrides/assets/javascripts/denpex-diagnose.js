@@ -102,9 +102,10 @@
   }
 
   // ------------------------------------------------------------------------------------------
-  // Running the engine: in a Blob worker, else in the page
+  // Running the engine: in a worker made from the engine's source, else in the page
   function workerMain() {
     /* global DenpexEngine */
+    self.postMessage({ ready: true });
     self.onmessage = async (ev) => {
       const { pack, inputs } = ev.data;
       try {
@@ -141,8 +142,18 @@
     try {
       const src =
         "const DenpexEngine = (" + denpexEngineFactory.toString() + ")();\n(" + workerMain.toString() + ")();\n";
-      const url = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
-      worker = new Worker(url);
+      // From file:// Chromium refuses a blob: worker ("Not allowed to load local resource")
+      // but runs a data: one (an opaque origin, which is all the engine needs); over http(s)
+      // a blob: worker is the usual choice.
+      const url =
+        location.protocol === "file:"
+          ? "data:text/javascript;charset=utf-8," + encodeURIComponent(src)
+          : URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+      // the browser's own Worker: on file:// the hub's iframe-worker shim (for Material's
+      // search) replaces window.Worker, and main.html keeps the native one for this page
+      const NativeWorker = self.DenpexNativeWorker || self.Worker;
+      worker = new NativeWorker(url);
+      worker.dxReady = false;
     } catch (exc) {
       workerBroken = true;
       worker = null;
@@ -194,9 +205,22 @@
       );
     const w = getWorker();
     if (!w) return inPage();
+    // A worker the browser refuses to start may fail silently: without a word from it in a few
+    // seconds, run in the page.
+    const watchdog = setTimeout(() => {
+      if (!w.dxReady && token === running) {
+        w.terminate();
+        worker = null;
+        workerBroken = true;
+        inPage();
+      }
+    }, 5000);
     w.onmessage = (ev) => {
+      w.dxReady = true;
+      clearTimeout(watchdog);
       if (token !== running) return;
       const m = ev.data;
+      if (m.ready) return;
       if (m.progress !== undefined) {
         progress.value = m.progress;
         status.textContent = `Reading ${m.name}: ${Math.round(m.progress * 100)}%`;
@@ -206,6 +230,7 @@
     w.onerror = (ev) => {
       // a worker that cannot start here (a browser policy): run in the page instead
       ev.preventDefault();
+      clearTimeout(watchdog);
       worker = null;
       workerBroken = true;
       inPage();
