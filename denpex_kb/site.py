@@ -835,7 +835,7 @@ def js_engine_bundle(engine_dir: Path = JS_ENGINE_DIR) -> str:
         "// do not edit. A classic script so that it loads from file:// too.\n"
         "function denpexEngineFactory() {\n"
         "const __m = {};\n" + "".join(bodies[n] for n in order) + 'return __m["index.js"];\n}\n'
-        'self.DenpexEngine = denpexEngineFactory();\n'
+        "self.DenpexEngine = denpexEngineFactory();\n"
     )
 
 
@@ -859,7 +859,10 @@ def diagnose_page() -> str:
         "the page makes no request at all, and works opened from disk.\n",
         '<div id="dx-diagnose" class="dx-diagnose"></div>\n',
         "The same diagnosis from a terminal, for logs on a cluster:\n",
-        fence("denpex-kb match train.log        # or a folder of per-rank logs, or - for stdin", "bash")
+        fence(
+            "denpex-kb match train.log        # or a folder of per-rank logs, or - for stdin",
+            "bash",
+        )
         + "\n",
         "The engine of this page is a JavaScript implementation of the "
         "[rule pack format](rule-pack-format.md), tested against every conformance vector and "
@@ -870,9 +873,7 @@ def diagnose_page() -> str:
 
 def js_engine_files(engine_dir: Path = JS_ENGINE_DIR) -> dict[str, bytes]:
     """The engine's ES modules as static files of the hub (for other tools), and the bundle."""
-    files = {
-        f"{ENGINE_MODULES}/{p.name}": p.read_bytes() for p in sorted(engine_dir.glob("*.js"))
-    }
+    files = {f"{ENGINE_MODULES}/{p.name}": p.read_bytes() for p in sorted(engine_dir.glob("*.js"))}
     files[ENGINE_SCRIPT] = js_engine_bundle(engine_dir).encode("utf-8")
     return files
 
