@@ -259,3 +259,63 @@ def test_js_and_python_agree_on_the_whole_summary(agreement: dict[str, Any]) -> 
         if d:
             diff[k] = d
     assert diff == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# The regex dialect: JavaScript (after js/denpex-engine/rules.js rewrites) matches what RE2 does
+
+DIALECT_CHECK = r"""
+import { readFileSync } from "node:fs";
+import { compile, search } from "%(rules)s";
+const cases = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = cases.map(([p, ic, text]) => {
+  const m = search(compile(p, ic), text);
+  return m === null ? null : m[0];
+});
+console.log(JSON.stringify(out));
+"""
+
+# Characters where the dialects part: Unicode spaces (JavaScript's \s), \v (Python's and
+# JavaScript's \s, not RE2's), line separators (JavaScript's . stops there).
+ODD = ["\u00a0", "\x0b", "\u2028", "\u3000", "\ufeff"]
+
+
+def test_js_patterns_match_what_re2_matches(tmp_path: Path, kb, pack) -> None:  # noqa: ANN001
+    import re2
+
+    opts = re2.Options()
+    opts.log_errors = False
+    lines = sorted(
+        {ln for e in kb.entries for ex in e.examples for ln in ex.log.split("\n") if ln.strip()}
+    )
+    cases: list[tuple[str, bool, str]] = []
+    want: list[str | None] = []
+    patterns = [(s["pattern"], s["ignore_case"]) for e in pack["entries"] for s in e["signals"]]
+    patterns += [(p["pattern"], False) for p in pack["globals"]["line_prefixes"]]
+    patterns += [(p["pattern"], False) for p in pack["globals"]["facts"]["lines"]]
+    for p, ic in patterns:
+        rx = re2.compile(("(?i)" if ic else "") + p, opts)
+        positives = [ln for ln in lines if rx.search(ln)][:4]
+        probes = list(positives)
+        for ln in positives:
+            for odd in ODD:
+                probes.append(ln.replace(" ", odd))
+                probes.append(ln.replace(" ", " " + odd, 1))
+        for text in probes:
+            m = rx.search(text)
+            cases.append((p, ic, text))
+            want.append(m.group(0) if m else None)
+    assert len(cases) > 2000
+    data = tmp_path / "cases.json"
+    data.write_text(json.dumps(cases), encoding="utf-8")
+    script = tmp_path / "dialect.mjs"
+    script.write_text(DIALECT_CHECK % {"rules": (JS / "rules.js").as_uri()})
+    proc = subprocess.run(
+        [_node(), str(script), str(data)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    differ = [(c[0], c[2], w, g) for c, w, g in zip(cases, want, got, strict=True) if w != g]
+    assert differ == []
+    # and the probes do exercise the difference: some odd variants stop matching in RE2
+    assert any(w is None for (_, _, t), w in zip(cases, want, strict=True) if "\u00a0" in t)

@@ -103,7 +103,11 @@ def test_bundle_behaves_like_the_modules(tmp_path: Path, kb) -> None:  # noqa: A
     script = tmp_path / "check.mjs"
     script.write_text(BUNDLE_CHECK % {"index": (site.JS_ENGINE_DIR / "index.js").as_uri()})
     proc = subprocess.run(
-        [node, str(script), *(str(tmp_path / n) for n in ("engine.js", "pack.json", "vectors.json"))],
+        [
+            node,
+            str(script),
+            *(str(tmp_path / n) for n in ("engine.js", "pack.json", "vectors.json")),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
