@@ -420,3 +420,48 @@ def test_diagnose_page_matches_the_cli_from_file_url(hub: Path, browser, tmp_pat
         assert s.blocked == [], f"requests left the machine: {s.blocked}"
     finally:
         s.close()
+
+
+CHROMIUM_VECTORS = """
+([pack, vectors]) => {
+  const E = self.DenpexEngine;
+  const failures = [];
+  for (const v of vectors) {
+    const r = E.diagnose(pack, [{ name: "example.log", data: v.log, isFile: false }]);
+    const cands = new Map(r.candidates.filter((c) => !c.hypothesis).map((c) => [c.id, c]));
+    const problems = [];
+    if (v.expect === "match") {
+      if (!cands.has(v.entry)) problems.push("did not fire");
+      else {
+        const texts = cands.get(v.entry).evidence.map((e) => e.text);
+        for (const s of v.evidence) if (!texts.some((t) => t.includes(s))) problems.push("evidence " + s);
+      }
+    } else if (cands.has(v.entry) && !cands.get(v.entry).shadowed_by) problems.push("fired");
+    if (v.expect_top) {
+      let top = r.root_cause ? r.root_cause.id : null;
+      const hyps = r.differential.concat(r.probable);
+      if (top === null && hyps.length) top = hyps[0].id;
+      if (top === null && r.candidates.length) top = r.candidates[0].id;
+      if (top !== v.expect_top) problems.push("top " + top);
+    }
+    if (problems.length) failures.push([v.name, problems]);
+  }
+  return { n: vectors.length, failures, hash: pack.content_hash };
+}
+"""
+
+
+def test_js_engine_passes_every_vector_in_chromium(hub: Path, browser) -> None:  # noqa: ANN001
+    """The engine the page ships (the classic bundle), on the pack the page ships, in Chromium."""
+    vectors = json.loads((hub / "downloads" / site.VECTORS_FILE).read_text("utf-8"))
+    s = Offline(browser)
+    try:
+        s.page.goto((hub / "diagnose.html").as_uri())
+        s.page.wait_for_function("() => !!self.DenpexEngine && !!self.DENPEX_RULEPACK")
+        pack = s.page.evaluate("() => self.DENPEX_RULEPACK")
+        out = s.page.evaluate(CHROMIUM_VECTORS, [pack, vectors["vectors"]])
+        assert out["hash"] == vectors["rulepack_hash"]
+        assert out["failures"] == [] and out["n"] == len(vectors["vectors"]) > 400
+        assert s.errors == [] and s.blocked == []
+    finally:
+        s.close()
