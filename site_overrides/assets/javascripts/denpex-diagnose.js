@@ -179,8 +179,10 @@
   }
 
   let running = 0;
+  let started = 0;
   function run(inputs) {
     const token = ++running;
+    started = performance.now();
     root.dataset.state = "running";
     progress.hidden = false;
     progress.value = 0;
@@ -375,6 +377,16 @@
 
   function card(c, opts) {
     const steps = c.fix.steps || [];
+    // A hypothesis of a differential: what to do once it is settled, folded away.
+    const fixParts = [
+      steps.length ? el("h4", {}, "Fix") : null,
+      steps.length ? el("ol", { class: "dx-fix" }, steps.map((s) => el("li", {}, inline(s)))) : null,
+      c.fix.workaround ? el("p", {}, el("strong", {}, "Workaround: "), inline(c.fix.workaround)) : null,
+      c.verify && c.verify.command ? el("h4", {}, "Verify") : null,
+      c.verify && c.verify.command ? codeBlock(c.verify.command) : null,
+      c.verify && c.verify.expected ? el("p", { class: "dx-expected" }, "Expected: ", inline(c.verify.expected)) : null,
+    ];
+    const fix = opts.primary ? fixParts : [el("details", { class: "dx-fix-details" }, el("summary", {}, "Fix and verify, if this is the one"), fixParts)];
     return el(
       "section",
       { class: `dx-card${opts.primary ? " dx-card--primary" : ""}`, "data-entry": c.id },
@@ -393,12 +405,7 @@
         c.ranks.length ? ` · ranks ${c.ranks.join(", ")}` : "",
       ),
       el("p", { class: "dx-card-summary" }, inline(c.summary)),
-      steps.length ? el("h4", {}, "Fix") : null,
-      steps.length ? el("ol", { class: "dx-fix" }, steps.map((s) => el("li", {}, inline(s)))) : null,
-      c.fix.workaround ? el("p", {}, el("strong", {}, "Workaround: "), inline(c.fix.workaround)) : null,
-      c.verify && c.verify.command ? el("h4", {}, "Verify") : null,
-      c.verify && c.verify.command ? codeBlock(c.verify.command) : null,
-      c.verify && c.verify.expected ? el("p", { class: "dx-expected" }, "Expected: ", inline(c.verify.expected)) : null,
+      fix,
       el("h4", {}, "Evidence"),
       evidenceTable(c.evidence),
       factList("Facts for it", c.facts_for),
@@ -439,12 +446,15 @@
     result.append(init);
     if (report.root_cause) result.append(card(report.root_cause, { primary: true }));
     if (report.differential.length) {
-      result.append(el("p", {}, "Each of these explains the lines below; the commands after them tell them apart."));
-      report.differential.forEach((c, i) => result.append(card(c, { rank: i + 1 })));
+      result.append(
+        el("p", {}, "The evidence fits each of these entries; run the read-only commands below to tell them apart (or paste their output with the log and diagnose again)."),
+        el("ol", { id: "dx-differential", class: "dx-differential" }, report.differential.map((c) => el("li", { "data-entry": c.id }, entryLink(c), ` (confidence ${c.confidence.toFixed(2)}${c.hypothesis ? ", hypothesis" : ""})`))),
+      );
       result.append(commands("Tell them apart (read-only commands)", report.tell_apart));
       if (report.tells.length) {
         result.append(el("h3", {}, "Documented tells"), el("ul", {}, report.tells.map((t) => el("li", {}, el("code", { text: t.entry }), " vs ", el("code", { text: t.versus }), ": ", inline(t.tell)))));
       }
+      report.differential.forEach((c, i) => result.append(card(c, { rank: i + 1 })));
     }
     if (report.probable.length) {
       report.probable.forEach((c) => result.append(card(c, { primary: true })));
@@ -487,6 +497,8 @@
       el("p", {}, dl),
     );
     const lines = report.inputs.reduce((n, i) => n + i.lines, 0);
-    status.textContent = `Read ${describe(inputs)}: ${lines.toLocaleString("en-US")} lines, diagnosed ${how}, rule pack ${report.rulepack.content_hash.slice(0, 19)}…; nothing left this page.`;
+    const secs = ((performance.now() - started) / 1000).toFixed(1);
+    result.querySelector("#dx-verdict").scrollIntoView({ block: "start" });
+    status.textContent = `Read ${describe(inputs)}: ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"} in ${secs} s, diagnosed ${how}, rule pack ${report.rulepack.content_hash.slice(0, 19)}…; nothing left this page.`;
   }
 })();
