@@ -69,7 +69,7 @@ export class Analysis {
     this.inputs = [];
     this.names = [];
     this.seenRanks = new Set();
-    this.world = [];
+    this.world = null; // the largest dist_world_size= seen
     this.unexplained = [];
     this.pmap = new ProcessMap();
     this.facts = new FactCollector(g.facts);
@@ -174,7 +174,7 @@ export class Analysis {
       }
     }
     const w = WORLD_SIZE.exec(content);
-    if (w !== null) this.world.push(parseInt(w[1], 10));
+    if (w !== null) this.world = Math.max(this.world ?? 0, parseInt(w[1], 10));
     if (rank !== null) this.seenRanks.add(rank);
     if (content) this.facts.observe(si, content, lineNo, rank, a.rank, text);
     const sigs = content ? this.scanner.match(content) : null;
@@ -245,7 +245,7 @@ export class Analysis {
       diag,
       this.summary,
       this.names,
-      this.world.length ? Math.max(...this.world) : null,
+      this.world,
       this.seenRanks,
       this.unexplained,
     );
