@@ -393,6 +393,16 @@ def test_diagnose_page_matches_the_cli_from_file_url(hub: Path, browser, tmp_pat
         page.wait_for_function(
             "() => document.getElementById('dx-diagnose').dataset.state === 'running'"
         )
+        # the page does not freeze while the worker reads: a 10 ms timer fires on time, and
+        # the progress bar moves
+        page.wait_for_function(
+            "() => document.getElementById('dx-progress').value > 0", timeout=120_000
+        )
+        late = page.evaluate(
+            "() => new Promise(r => { const t = performance.now();"
+            " setTimeout(() => r(performance.now() - t), 10); })"
+        )
+        assert late < 1000, f"a 10 ms timer fired after {late:.0f} ms"
         got = _page_report(page)
         want = _cli_report([big.name], tmp_path)
         assert _diagnosis(got) == _diagnosis(want)
