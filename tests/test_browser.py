@@ -433,7 +433,7 @@ def test_diagnose_page_matches_the_cli_from_file_url(hub: Path, browser, tmp_pat
 
 
 CHROMIUM_VECTORS = """
-([pack, vectors]) => {
+([pack, vectors, attribution]) => {
   const E = self.DenpexEngine;
   const failures = [];
   for (const v of vectors) {
@@ -456,7 +456,18 @@ CHROMIUM_VECTORS = """
     }
     if (problems.length) failures.push([v.name, problems]);
   }
-  return { n: vectors.length, failures, hash: pack.content_hash };
+  for (const av of attribution) {
+    const got = E.attributeAll(pack, av.sources.map((s) => ({ name: s.name, log: s.log })));
+    for (const ex of av.expect) {
+      const rec = (got[ex.source] || [])[ex.line - 1] || {};
+      for (const [k, want] of Object.entries(ex)) {
+        if (k !== "source" && k !== "line" && rec[k] !== want) {
+          failures.push(["attribution/" + av.name, ex.source + ":" + ex.line + " " + k]);
+        }
+      }
+    }
+  }
+  return { n: vectors.length, na: attribution.length, failures, hash: pack.content_hash };
 }
 """
 
@@ -469,9 +480,10 @@ def test_js_engine_passes_every_vector_in_chromium(hub: Path, browser) -> None: 
         s.page.goto((hub / "diagnose.html").as_uri())
         s.page.wait_for_function("() => !!self.DenpexEngine && !!self.DENPEX_RULEPACK")
         pack = s.page.evaluate("() => self.DENPEX_RULEPACK")
-        out = s.page.evaluate(CHROMIUM_VECTORS, [pack, vectors["vectors"]])
+        out = s.page.evaluate(CHROMIUM_VECTORS, [pack, vectors["vectors"], vectors["attribution"]])
         assert out["hash"] == vectors["rulepack_hash"]
         assert out["failures"] == [] and out["n"] == len(vectors["vectors"]) > 400
+        assert out["na"] == len(vectors["attribution"]) >= 6
         assert s.errors == [] and s.blocked == []
     finally:
         s.close()
