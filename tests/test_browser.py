@@ -487,3 +487,29 @@ def test_js_engine_passes_every_vector_in_chromium(hub: Path, browser) -> None: 
         assert s.errors == [] and s.blocked == []
     finally:
         s.close()
+
+
+def test_diagnose_page_without_workers_runs_in_the_page(hub: Path, browser, tmp_path: Path) -> None:  # noqa: ANN001
+    """A browser that cannot make the worker still gets the diagnosis (in the page)."""
+    log = (LOGS / "oom-rank3-watchdog-rest.log").read_text(encoding="utf-8")
+    s = Offline(browser)
+    s.page.add_init_script("self.Worker = undefined;")
+    try:
+        s.page.goto((hub / "diagnose.html").as_uri())
+        s.page.fill("#dx-paste", log)
+        s.page.click("#dx-run")
+        got = _page_report(s.page)
+        assert "diagnosed in this page" in s.page.inner_text("#dx-status")
+        want = _cli_report(["-"], tmp_path, stdin=log)
+        assert (
+            (got["root_cause"]["id"], got["initiating_rank"])
+            == (
+                want["root_cause"]["id"],
+                want["initiating_rank"],
+            )
+            == ("cuda-oom-during-step", 3)
+        )
+        assert [c["id"] for c in got["collateral"]] == [c["id"] for c in want["collateral"]]
+        assert s.errors == [] and s.blocked == []
+    finally:
+        s.close()

@@ -151,7 +151,8 @@
           : URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
       // the browser's own Worker: on file:// the hub's iframe-worker shim (for Material's
       // search) replaces window.Worker, and main.html keeps the native one for this page
-      const NativeWorker = self.DenpexNativeWorker || self.Worker;
+      const NativeWorker = "DenpexNativeWorker" in self ? self.DenpexNativeWorker : self.Worker;
+      if (typeof NativeWorker !== "function") throw new Error("no Worker in this browser");
       worker = new NativeWorker(url);
       worker.dxReady = false;
     } catch (exc) {
