@@ -319,3 +319,35 @@ def test_js_patterns_match_what_re2_matches(tmp_path: Path, kb, pack) -> None:  
     assert differ == []
     # and the probes do exercise the difference: some odd variants stop matching in RE2
     assert any(w is None for (_, _, t), w in zip(cases, want, strict=True) if "\u00a0" in t)
+
+
+def test_js_reports_have_the_report_schema(tmp_path: Path, kb, pack) -> None:  # noqa: ANN001
+    """Whole JavaScript reports validate against denpex_kb/schemas/report.schema.json, except
+    `scanner`, whose enum names only the Python engine's prefilters (hyperscan, re2): the
+    JavaScript engine has none and says "javascript"."""
+    import jsonschema
+
+    schema = json.loads((ROOT / "denpex_kb" / "schemas" / "report.schema.json").read_text())
+    cases = [c for c in _cases(kb) if not c["id"].startswith("example:")]
+    cases += [c for c in _cases(kb) if c["id"].startswith("example:")][::20]
+    packf = tmp_path / "pack.json"
+    packf.write_bytes(rp.dumps(pack))
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"pack": str(packf), "cases": cases, "full": True}))
+    proc = subprocess.run(
+        [_node(), str(JS / "tools" / "batch.mjs"), str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    reports = json.loads(proc.stdout)
+    assert len(reports) == len(cases) > 60
+    verdicts = set()
+    for cid, r in reports.items():
+        assert "error" not in r, (cid, r.get("error"))
+        assert r.pop("scanner") == "javascript"
+        jsonschema.validate(dict(r, scanner="re2"), schema)
+        verdicts.add(r["verdict"])
+    assert verdicts == {"confident", "differential", "probable", "none"}

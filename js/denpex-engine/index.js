@@ -261,7 +261,7 @@ export class Analysis {
       kb_version: this.pack.kb_version,
       format_version: this.pack.format_version,
     };
-    report.scanner = "js";
+    report.scanner = "javascript"; // no multi-pattern prefilter: every line is checked
     report.format = "denpex-report";
     report.format_version = "1.1";
     return report;

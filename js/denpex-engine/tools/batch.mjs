@@ -1,7 +1,8 @@
 // Run the engine over many logs and print a summary of each report (for the agreement test
 // against the Python engine, tests/test_js_engine.py).
 //   node batch.mjs MANIFEST.json
-// MANIFEST: {pack: PATH, cases: [{id, sources: [{name, path} | {name, text}], isFile}]}. A
+// MANIFEST: {pack: PATH, cases: [{id, sources: [{name, path} | {name, text}], isFile}], full}
+// (full: print whole reports instead of summaries). A
 // source given by path is read as bytes and decompressed by magic (gzip) as the engine's
 // read step does. Prints {id: summary | {error}}.
 
@@ -48,7 +49,8 @@ for (const c of manifest.cases) {
       }
       a.addSource(s.name, data, { isFile: c.isFile !== false, warnings });
     }
-    out[c.id] = summarise(a.finish());
+    const report = a.finish();
+    out[c.id] = manifest.full ? report : summarise(report);
   } catch (exc) {
     out[c.id] = { error: String(exc && exc.stack ? exc.stack : exc) };
   }
