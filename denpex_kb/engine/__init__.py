@@ -30,7 +30,7 @@ from .normalise import Normaliser
 from .read import InputError, Source, collect_sources, iter_blocks, open_source
 from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
-from .scan import make_prefilter
+from .scan import line_finder, make_prefilter
 
 __all__ = [
     "MAX_HITS_PER_SIGNAL",
@@ -112,7 +112,13 @@ class Engine:
         self.banner_meta = [(b["package"], b["groups"]["version"]) for b in g["version_banners"]]
         self.boilerplate = Patterns([b["pattern"] for b in g["boilerplate"]])
         extra = [(b["pattern"], False) for b in g["version_banners"]]
-        extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
+        # The torchelastic summary's item-start line (`[0]:`) has no literal but `]:`, which is on
+        # every rank-prefixed line: it is looked for only inside a summary section, after the
+        # section's header (a literal the scan finds), see _scan_source. Every other summary line
+        # is part of the whole-file scan.
+        es = g["elastic_summary"]["patterns"]
+        extra += [(p, False) for k, p in sorted(es.items()) if k != "item_start"]
+        self.item_start_rx = line_finder(es["item_start"])
         extra.append((WORLD_SIZE.pattern.decode(), False))
         self.fact_spec = g["facts"]
         extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
@@ -317,6 +323,7 @@ class Engine:
         sigset = self.sigset
         file_rank, file_kind = attr.file_rank(src.name) if src.path is not None else (None, None)
         parser = ElasticParser(self.globals, summary)
+        item_start_rx = self.item_start_rx
         rank_lines = _RankLines()
         unexplained_seen: set[tuple] = set()
         lines_before = 0
@@ -331,10 +338,26 @@ class Engine:
                 lo, hi = 0, len(block)
             starts = self.prefilter.line_starts(block, lo, hi)
             cnt, cnt_pos = lines_before, lo
-            for st in starts:
+            i_st, n_st = 0, len(starts)
+            pos = lo  # the lines before pos have been handled (or were not hits)
+            while True:
+                # The next line to handle: the next hit of the scan, or, while a torchelastic
+                # summary section is open, an item-start line before it (searched only there).
+                nxt = starts[i_st] if i_st < n_st else hi
+                st = -1
+                if parser.section is not None and pos < nxt:
+                    m = item_start_rx.search(block, pos, nxt)
+                    if m is not None:
+                        st = block.rfind(b"\n", pos, m.start()) + 1 or pos
+                if st < 0:
+                    if i_st >= n_st:
+                        break
+                    st = nxt
+                    i_st += 1
                 cnt += block.count(b"\n", cnt_pos, st)
                 cnt_pos = st
                 end = block.find(b"\n", st, hi)
+                pos = end + 1 if end != -1 else hi
                 raw = block[st : end if end != -1 else hi]
                 text = normalise(raw)
                 a = attr.strip(text)
