@@ -78,7 +78,20 @@ def main() -> None:
     ap.add_argument("--jobs", type=int)
     ap.add_argument("--scanner")
     ap.add_argument("--diff", nargs=2)
+    ap.add_argument(
+        "--block-size",
+        type=int,
+        help="read blocks of this many bytes and split every file (pieces of --piece-chunks "
+        "blocks) whatever its size: exercises the split points of --jobs on small logs",
+    )
+    ap.add_argument("--piece-chunks", type=int, default=1)
     args = ap.parse_args()
+    if args.block_size:
+        from denpex_kb.engine import read, split
+
+        read.BLOCK_SIZE = args.block_size
+        split.SPLIT_MIN_BYTES = 0
+        split.PIECE_CHUNKS = args.piece_chunks
     if args.diff:
         a, b = (json.loads(Path(x).read_text()) for x in args.diff)
         sys.exit(diff(a, b))

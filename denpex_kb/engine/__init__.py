@@ -10,9 +10,13 @@ same file other tools get.
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 from collections import defaultdict
 from typing import Any, BinaryIO
 
+from . import read, split
 from .attribute import (
     Attributor,
     ElasticParser,
@@ -31,6 +35,7 @@ from .read import InputError, Source, collect_sources, iter_blocks, open_source
 from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
 from .scan import line_finder, make_prefilter
+from .split import Prescan, prepare
 
 __all__ = [
     "MAX_HITS_PER_SIGNAL",
@@ -132,15 +137,16 @@ class Engine:
             for p in g.get("process_lines", [])
             for lit in p.get("literals") or []
         ]
-        self.prefilter = make_prefilter(sig_patterns + extra, scanner)
+        self.prefilter_patterns = sig_patterns + extra
+        self.prefilter = make_prefilter(self.prefilter_patterns, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
         self.attr = Attributor(g)
         self.globals = g
 
     # ------------------------------------------------------------------------------------
-    def analyse_paths(self, paths: list[str]) -> dict[str, Any]:
-        return self.analyse(collect_sources(paths))
+    def analyse_paths(self, paths: list[str], jobs: int = 1) -> dict[str, Any]:
+        return self.analyse(collect_sources(paths), jobs=jobs)
 
     def analyse_bytes(self, data: bytes, name: str = "<text>") -> dict[str, Any]:
         import io
@@ -148,8 +154,10 @@ class Engine:
         return self.analyse([Source(name, None)], streams=[io.BytesIO(data)])
 
     def analyse(
-        self, sources: list[Source], streams: list[BinaryIO] | None = None
+        self, sources: list[Source], streams: list[BinaryIO] | None = None, jobs: int = 1
     ) -> dict[str, Any]:
+        """The report on these sources. With jobs > 1, a large regular file is scanned by that
+        many worker processes (engine.split): the same report, sooner."""
         hits: list[Hit] = []
         printed: dict[str, set[str]] = defaultdict(set)
         summary = ElasticSummary()
@@ -185,6 +193,7 @@ class Engine:
                     unexplained,
                     facts,
                     pmap,
+                    jobs if streams is None else 1,
                 )
             except InputError as exc:
                 if not src.in_folder:
@@ -317,6 +326,61 @@ class Engine:
         unexplained: list[Hit],
         facts: FactCollector,
         pmap: ProcessMap,
+        jobs: int = 1,
+    ) -> tuple[int, int]:
+        pre = self._prescan(src, stream, jobs)
+        try:
+            return self._scan_blocks(
+                si,
+                src,
+                stream,
+                hits,
+                printed,
+                summary,
+                seen_ranks,
+                world,
+                unexplained,
+                facts,
+                pmap,
+                pre,
+            )
+        finally:
+            if pre is not None:
+                pre.close()
+
+    def _prescan(self, src: Source, stream: BinaryIO, jobs: int) -> Prescan | None:
+        """Worker processes for a large regular file (not a pipe, not compressed)."""
+        if jobs <= 1 or src.path is None or not isinstance(stream, io.BufferedReader):
+            return None
+        try:
+            st = os.fstat(stream.fileno())
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size < split.SPLIT_MIN_BYTES:
+            return None
+        return Prescan(
+            str(src.path),
+            st.st_size,
+            jobs,
+            self.prefilter_patterns,
+            self.prefilter.name,
+            self.globals["ansi_escape"],
+        )
+
+    def _scan_blocks(
+        self,
+        si: int,
+        src: Source,
+        stream: BinaryIO,
+        hits: list[Hit],
+        printed: dict[str, set[str]],
+        summary: ElasticSummary,
+        seen_ranks: set[int],
+        world: list[int],
+        unexplained: list[Hit],
+        facts: FactCollector,
+        pmap: ProcessMap,
+        pre: Prescan | None,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
@@ -329,14 +393,16 @@ class Engine:
         lines_before = 0
         offset = 0
         lookback = LookBack(attr, normalise)
-        for block, lo, hi in iter_blocks(stream, src.name):
-            if block.find(b"\x1b", lo, hi) != -1:
-                block = self.ansi_bytes.sub(b"", block[lo:hi])
-                lo, hi = 0, len(block)
-            if block.find(b"\x00", lo, hi) != -1:
-                block = block[lo:hi].replace(b"\x00", b"")
-                lo, hi = 0, len(block)
-            starts = self.prefilter.line_starts(block, lo, hi)
+        raw_off = 0
+        for block, lo, hi in iter_blocks(stream, src.name, read.BLOCK_SIZE):
+            rec = pre.get(raw_off, hi - lo) if pre is not None else None
+            raw_off += hi - lo
+            block, lo, hi = prepare(block, lo, hi, self.ansi_bytes)
+            counts = None
+            if rec is not None:
+                starts, counts, total = rec[2], rec[3], rec[4]
+            else:
+                starts = self.prefilter.line_starts(block, lo, hi)
             cnt, cnt_pos = lines_before, lo
             i_st, n_st = 0, len(starts)
             pos = lo  # the lines before pos have been handled (or were not hits)
@@ -354,8 +420,11 @@ class Engine:
                         break
                     st = nxt
                     i_st += 1
-                cnt += block.count(b"\n", cnt_pos, st)
-                cnt_pos = st
+                    if counts is not None:  # the workers counted
+                        cnt, cnt_pos = lines_before + counts[i_st - 1], st
+                if cnt_pos != st:
+                    cnt += block.count(b"\n", cnt_pos, st)
+                    cnt_pos = st
                 end = block.find(b"\n", st, hi)
                 pos = end + 1 if end != -1 else hi
                 raw = block[st : end if end != -1 else hi]
@@ -454,7 +523,10 @@ class Engine:
                         **late,
                     )
                 )
-            lines_before = cnt + block.count(b"\n", cnt_pos, hi)
+            if counts is not None:
+                lines_before += total
+            else:
+                lines_before = cnt + block.count(b"\n", cnt_pos, hi)
             rank_lines.end_block(block, lo, hi)
             lookback.end_block(block, lo, hi, offset)
             offset += hi - lo
