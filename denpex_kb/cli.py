@@ -489,13 +489,13 @@ def _stdin_bytes(sources: list) -> bytes | None:  # noqa: ANN001 - engine.Source
     return data
 
 
-def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack) -> dict:  # noqa: ANN001
+def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack, jobs: int = 1) -> dict:  # noqa: ANN001
     import io
 
     from .engine import Source, open_source, suggest_related
 
     if stdin_data is None and not extra:
-        report = engine.analyse(sources)
+        report = engine.analyse(sources, jobs=jobs)
     else:
         streams = [
             io.BytesIO(stdin_data or b"") if src.path is None else open_source(src)
@@ -579,6 +579,13 @@ def _built_hub_url() -> str | None:
     help="With --check: run those commands here (read-only ones only), then diagnose again "
     "with their output. Never the default.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes scanning a large log file (default: one per core; 1: this process only). "
+    "The report is the same whatever the number.",
+)
 def match_cmd(
     paths: tuple[str, ...],
     kb_dir: Path | None,
@@ -587,6 +594,7 @@ def match_cmd(
     color: bool | None,
     check: bool,
     run_checks: bool,
+    jobs: int | None,
 ) -> None:
     """Find the failure in a log: files, .gz, folders of per-rank logs, or stdin ('-' or none).
 
@@ -605,7 +613,11 @@ def match_cmd(
         pack = load_rulepack(rules_path, kb_dir)
         engine = Engine(pack)
         stdin_data = _stdin_bytes(sources) if run_checks else None
-        report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack)
+        if jobs is None:
+            from .engine.split import default_jobs
+
+            jobs = default_jobs()
+        report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack, jobs)
         if check:
             report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
     except (InputError, RulesError) as exc:

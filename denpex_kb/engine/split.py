@@ -18,7 +18,6 @@ record is scanned by the engine itself. So the split can only change the speed, 
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from array import array
 from collections import deque
@@ -115,6 +114,8 @@ class Prescan:
             (path, k0, None if k0 + PIECE_CHUNKS >= n_chunks else PIECE_CHUNKS, bs)
             for k0 in range(0, n_chunks, PIECE_CHUNKS)
         ]
+        import multiprocessing as mp
+
         methods = mp.get_all_start_methods()
         ctx = mp.get_context("fork" if "fork" in methods else "spawn")
         self.pool = ctx.Pool(jobs, initializer=_init, initargs=(patterns, backend, ansi))
