@@ -397,7 +397,8 @@ class Engine:
         for block, lo, hi in iter_blocks(stream, src.name, read.BLOCK_SIZE):
             rec = pre.get(raw_off, hi - lo) if pre is not None else None
             raw_off += hi - lo
-            block, lo, hi = prepare(block, lo, hi, self.ansi_bytes)
+            if rec is None or rec[5]:
+                block, lo, hi = prepare(block, lo, hi, self.ansi_bytes)
             counts = None
             if rec is not None:
                 starts, counts, total = rec[2], rec[3], rec[4]

@@ -31,7 +31,9 @@ SPLIT_MIN_BYTES = 64 << 20
 PIECE_CHUNKS = 8  # a piece is 8 reads of BLOCK_SIZE (32 MB)
 TAIL_PROBE = 1 << 16  # the carry is found in the last 64 KB of the chunk before, usually
 
-Record = tuple[int, int, array, array, int]  # file offset, raw length, starts, counts, total
+# file offset, raw length, line starts, newline counts up to each, newlines in the block, and
+# whether the block has ANSI escapes or NUL bytes to remove (else the engine need not look)
+Record = tuple[int, int, array, array, int, bool]
 
 _worker: dict[str, Any] = {}
 
@@ -92,10 +94,11 @@ def _scan_piece(path: str, k0: int, chunks: int | None, bs: int) -> list[Record]
         f.seek(k0 * bs)
         for block, lo, hi in iter_blocks(f, path, bs, carry=carry, chunks=chunks):
             n = hi - lo
+            raw = block
             block, lo, hi = prepare(block, lo, hi, ansi)
             starts = prefilter.line_starts(block, lo, hi)
             counts, total = count_lines(block, lo, hi, starts)
-            out.append((off, n, array("q", starts), counts, total))
+            out.append((off, n, array("q", starts), counts, total, block is not raw))
             off += n
     return out
 
