@@ -331,7 +331,6 @@ def search(
     """Find the entries closest to TEXT: an error line, a traceback, or a whole log (stdin if
     TEXT is omitted or '-'). Exit 1 when nothing matches."""
     from .index import IndexError_, TextIndex, cached_index
-    from .kb import KBError
 
     if text is None or text == "-":
         if sys.stdin.isatty():
@@ -343,7 +342,11 @@ def search(
         ix = TextIndex(index_dir) if index_dir else cached_index(kb_dir)
     except IndexError_ as exc:
         raise UserError(str(exc)) from None
-    except KBError as exc:
+    except Exception as exc:
+        from .kb import KBError  # only here: importing it (JSON Schema, YAML) costs a warm search
+
+        if not isinstance(exc, KBError):
+            raise
         n = len(exc.problems)
         raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
     try:

@@ -83,18 +83,44 @@ def _read_capped(path: Path, what: str) -> bytes:
     return data
 
 
+def _marker(kind: str, data: bytes) -> Path:
+    """Where a check already passed on these exact bytes is remembered ("checked" markers in
+    the per-user cache): keyed by the bytes and by the code and schemas that check them, so
+    that `match` does not import and rerun the checker (JSON Schema, the exporter) each time."""
+    h = hashlib.sha256(kind.encode() + b"\0" + __version__.encode() + b"\0")
+    h.update(hashlib.sha256(data).digest())
+    pkg = Path(__file__).resolve().parent.parent
+    for p in [pkg / "rulepack.py", pkg / "kb.py", *sorted((pkg / "schemas").glob("*.json"))]:
+        try:
+            h.update(p.read_bytes())
+        except OSError:
+            pass
+    return cache_dir() / "checked" / f"{kind}-{h.hexdigest()[:40]}"
+
+
+def _remember(marker: Path) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a read-only cache only costs the check next time
+
+
 def _verified(data: bytes) -> dict[str, Any] | None:
     """The cached pack if its content hash matches its content, else None (then rebuilt)."""
-    from ..rulepack import content_hash
-
     try:
         pack = json.loads(data)
     except ValueError:
         return None
     if not isinstance(pack, dict) or not isinstance(pack.get("content_hash"), str):
         return None
-    if content_hash(pack) != pack["content_hash"]:
-        return None
+    marker = _marker("hash", data)
+    if not marker.is_file():
+        from ..rulepack import content_hash
+
+        if content_hash(pack) != pack["content_hash"]:
+            return None
+        _remember(marker)
     if not isinstance(pack.get("globals"), dict) or not isinstance(pack.get("entries"), list):
         return None
     return pack
@@ -108,18 +134,24 @@ def load_rulepack(
     A pack given as a file is validated against the rule pack schema (as any consumer would). A
     pack built from a knowledge base is validated when it is built and then served from the
     cache while the knowledge base's files are unchanged; on every load its content hash is
-    checked, and a cached pack that does not match is rebuilt, never used.
+    checked, and a cached pack that does not match is rebuilt, never used. Both checks are
+    remembered per content (`_marker`): the same bytes are not checked twice.
     """
     if path is not None:
-        from ..rulepack import RulePackError, validate_pack
-
         data = _read_capped(Path(path), "rule pack")
+        marker = _marker("valid", data)
         try:
             pack = json.loads(data)
-            validate_pack(pack)
+            if not marker.is_file():  # the same bytes passed before: no JSON Schema import
+                from ..rulepack import validate_pack
+
+                validate_pack(pack)
+                _remember(marker)
         except RecursionError:
             raise RulesError(f"invalid rule pack {path}: nested too deeply") from None
         except ValueError as exc:  # JSON errors and RulePackError
+            from ..rulepack import RulePackError
+
             detail = "; ".join(exc.problems[:5]) if isinstance(exc, RulePackError) else str(exc)
             raise RulesError(f"invalid rule pack {path}: {detail}") from None
         return pack
