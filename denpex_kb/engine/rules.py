@@ -189,7 +189,9 @@ def load_rulepack(
         if kb_fingerprint(root) != fingerprint:
             continue  # edited while we read it: the pack belongs to neither version
         try:
-            write_atomic(cached, dumps(pack))
+            data = dumps(pack)
+            write_atomic(cached, data)
+            _remember(_marker("hash", data))  # built and checked here: no need to recheck
         except OSError:
             pass  # a read-only or full cache is no reason to fail; we rebuild next time
         return pack
