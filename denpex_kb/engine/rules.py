@@ -28,19 +28,29 @@ def cache_dir() -> Path:
 MAX_RULEPACK_BYTES = 64 << 20  # the bundled pack is well under 1 MB
 
 
+# A file modified this recently may change again within the file system's timestamp
+# granularity with the same size and times: its stat says nothing, so it is read.
+RACY_SECONDS = 3.0
+_FINGERPRINTS: dict[str, str] = {}
+
+
 def kb_fingerprint(kb_dir: Path) -> str:
     """Hash of the knowledge base's resolved path, every entry file (path and bytes), the tag
     list and the exporter's version.
 
     Cheap (no YAML parsing): it decides whether a cached pack is still current. Two knowledge
-    bases never share a cached pack, even with equal content.
-    """
-    h = hashlib.sha256()
-    h.update(f"denpex-kb {__version__}\n".encode())
-    h.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
+    bases never share a cached pack, even with equal content. Reading every entry on each
+    `match` is remembered per stat signature (each file's size, inode, mtime and ctime), in
+    this process and in the per-user cache, unless a file was modified in the last
+    RACY_SECONDS (then it is always read)."""
+    import time
+
+    head = hashlib.sha256()
+    head.update(f"denpex-kb {__version__}\n".encode())
+    head.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
     code = Path(__file__).resolve().parent.parent / "rulepack.py"
     try:
-        h.update(code.read_bytes())
+        head.update(code.read_bytes())
     except OSError:
         pass
     files = sorted(
@@ -49,6 +59,45 @@ def kb_fingerprint(kb_dir: Path) -> str:
         if p.parent.name != "captured" and not p.parent.name.startswith((".", "_"))
     )
     files.append(kb_dir / "tags.yaml")
+    sig = head.copy()
+    now, racy = time.time(), False
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError:
+            sig.update(os.fsencode(str(p)) + b"\0missing\0")
+            continue
+        racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
+        sig.update(
+            os.fsencode(str(p))
+            + f"\0{st.st_mode} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode()
+        )
+    key = sig.hexdigest()[:32]
+    memo = cache_dir() / "checked" / f"kb-{key}"
+    if not racy:
+        if key in _FINGERPRINTS:
+            return _FINGERPRINTS[key]
+        try:
+            got = memo.read_text().strip()
+            if len(got) == 32 and all(c in "0123456789abcdef" for c in got):
+                _FINGERPRINTS[key] = got
+                return got
+        except (OSError, UnicodeDecodeError):
+            pass
+    fp = _content_fingerprint(kb_dir, head, files)
+    if not racy:
+        _FINGERPRINTS[key] = fp
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            tmp.write_text(fp + "\n")
+            os.replace(tmp, memo)
+        except OSError:
+            pass
+    return fp
+
+
+def _content_fingerprint(kb_dir: Path, h: Any, files: list[Path]) -> str:
     for p in files:
         try:
             if not p.is_file():  # a FIFO or device is refused by the loader, never read here
