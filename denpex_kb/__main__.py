@@ -2,4 +2,4 @@
 
 from .cli import main
 
-main()
+main(prog_name="denpex-kb")  # the same name, and completion variable, as the installed command

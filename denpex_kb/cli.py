@@ -2,10 +2,15 @@
 
 User errors end in one line on stderr and exit code 2, never a traceback. Heavy modules are
 imported inside the commands that need them so `--help` and `match` start fast.
+
+Conventions shared by every command (docs/cli.md): `--color auto|always|never` with
+`FORCE_COLOR` and `NO_COLOR`, `-q/--quiet`, `-v/--verbose`, shell completion through click
+(`_DENPEX_KB_COMPLETE`), and a silent exit 0 when stdout is a pipe closed early (`| head`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import textwrap
@@ -16,6 +21,86 @@ import click
 from . import __version__
 
 EXIT_USAGE = 2
+DEFAULT_BUILD_DIR = "denpex-kb-build"
+BUILD_MARKER = ".denpex-kb-build"  # in a folder `build` made: it may replace that folder
+
+
+class _Opts:
+    """The options every command takes (-q, -v, --color), wherever they are given."""
+
+    def __init__(self) -> None:
+        self.quiet = False
+        self.verbose = 0
+        self.color = "auto"
+
+
+OPTS = _Opts()
+
+
+def _set_opt(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    if value in (None, False, 0):
+        return  # not given here; keep what the group-level option said
+    if param.name == "verbose":
+        OPTS.verbose += int(value)  # type: ignore[call-overload]
+    else:
+        setattr(OPTS, param.name or "", value)
+
+
+def _common(f):  # noqa: ANN001, ANN202
+    """-q, -v and --color, on the group and on every command."""
+    f = click.option(
+        "--color",
+        type=click.Choice(["auto", "always", "never"]),
+        default=None,
+        expose_value=False,
+        callback=_set_opt,
+        help="Colour: auto (default: on a terminal, unless NO_COLOR is set; FORCE_COLOR "
+        "forces it), always or never.",
+    )(f)
+    f = click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_set_opt,
+        help="Say more on stderr: which rule pack and index were used, where outputs went.",
+    )(f)
+    f = click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_opt,
+        help="Only results and errors: no counts, notes or progress on stderr.",
+    )(f)
+    return f
+
+
+def color_enabled(stream=None) -> bool:  # noqa: ANN001
+    """Whether to write colour: --color, else FORCE_COLOR, else NO_COLOR, else a terminal."""
+    if OPTS.color != "auto":
+        return OPTS.color == "always"
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    try:
+        return stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+def _note(message: str) -> None:
+    """A remark on stderr that --quiet silences (counts, where things were written)."""
+    if not OPTS.quiet:
+        click.echo(message, err=True)
+
+
+def _info(message: str) -> None:
+    """Detail on stderr only with --verbose."""
+    if OPTS.verbose and not OPTS.quiet:
+        click.echo(f"denpex-kb: {message}", err=True)
 
 
 class UserError(click.ClickException):
@@ -27,14 +112,58 @@ class UserError(click.ClickException):
         click.echo(f"denpex-kb: error: {self.format_message()}", err=True)
 
 
+def _bundled_kb() -> Path:
+    from .bundle import BundleError, default_kb_dir
+
+    try:
+        return default_kb_dir()
+    except BundleError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _kb_dirs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]):  # noqa: ANN202
+    """None (the bundled knowledge base), one folder, or a list of folders layered in order."""
+    if not values:
+        return None
+    roots = [_bundled_kb() if v == "bundled" else Path(v) for v in values]
+    return roots[0] if len(roots) == 1 else roots
+
+
 def _kb_option(f):  # noqa: ANN001, ANN202
     return click.option(
         "--kb",
         "kb_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Knowledge base folder (default: the bundled kb/).",
+        multiple=True,
+        type=click.Path(file_okay=False),
+        callback=_kb_dirs,
+        help="Knowledge base folder (default: the bundled one). Repeat to layer folders in "
+        "order, e.g. `--kb bundled --kb ~/team-kb` (the word `bundled` names the bundled "
+        "knowledge base); ids must be unique across them.",
     )(f)
+
+
+def _complete_phases(ctx, param, incomplete: str) -> list[str]:  # noqa: ANN001
+    from .model import PHASES
+
+    return [p for p in PHASES if p.startswith(incomplete)]
+
+
+def _complete_classes(ctx, param, incomplete: str) -> list[str]:  # noqa: ANN001
+    from .model import FAILURE_CLASSES
+
+    return [c for c in FAILURE_CLASSES if c.startswith(incomplete)]
+
+
+def _complete_ids(ctx, param, incomplete: str) -> list[str]:  # noqa: ANN001
+    """Entry ids for `show <TAB>`, from the rule pack (prebuilt or cached: fast)."""
+    from .engine import RulesError, load_rulepack
+
+    kb = ctx.params.get("kb_dir")
+    try:
+        pack = load_rulepack(None, kb if isinstance(kb, Path | list) else None)
+    except (RulesError, OSError):
+        return []
+    return sorted(e["id"] for e in pack["entries"] if e["id"].startswith(incomplete))
 
 
 def _problems(problems: list, message: str) -> UserError:
@@ -81,15 +210,33 @@ def _silence_stdout() -> None:
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in denpex-kb, never 1 (which means "no match")
 
 
+class _PipeClosed(Exception):
+    """stdout's reader went away (`| head`); not an OSError, so that click's own handling
+    of EPIPE (exit 1) does not take it."""
+
+
 class _Main(click.Group):
     """The command group, with every way out ending in one line on stderr: usage errors,
     unwritable output (`> /dev/full`, a closed pipe), input the OS refuses, and bugs."""
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201
+        import errno
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _PipeClosed() from None
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise _PipeClosed() from None
+            raise
 
     def main(self, args=None, prog_name=None, complete_var=None, **extra):  # noqa: ANN001, ANN201
         import errno
         import os
 
         code = 0
+        OPTS.__init__()  # one invocation's options (tests call main() many times)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else 0
@@ -106,10 +253,13 @@ class _Main(click.Group):
             _fail("interrupted", 130)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
-        except BrokenPipeError:
+        except (_PipeClosed, BrokenPipeError):  # `list | head -1`: the reader has what it wanted
             _silence_stdout()
-            sys.exit(EXIT_USAGE)
+            sys.exit(0)
         except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _silence_stdout()
+                sys.exit(0)
             reason = exc.strerror or os.strerror(exc.errno or errno.EIO) or type(exc).__name__
             if exc.filename:
                 _fail(f"{exc.filename}: {reason}", EXIT_USAGE)
@@ -130,6 +280,9 @@ class _Main(click.Group):
         try:
             sys.stdout.flush()
         except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _silence_stdout()
+                sys.exit(code)
             _fail(f"cannot write the output: {exc.strerror or exc}", EXIT_USAGE)
         sys.exit(code)
 
@@ -139,6 +292,7 @@ class _Main(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="denpex-kb")
+@_common
 def main() -> None:
     """denpex-kb: recognise DeepSpeed training failures, offline.
 
@@ -147,9 +301,11 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("kb_dir", required=False, type=click.Path(path_type=Path))
-def validate(kb_dir: Path | None) -> None:
-    """Validate every entry of the knowledge base (default: the bundled kb/).
+@_common
+@click.argument("kb_dir", nargs=-1, type=click.Path(file_okay=False), callback=_kb_dirs)
+def validate(kb_dir: Path | list[Path] | None) -> None:
+    """Validate every entry of the knowledge base (default: the bundled one). Several folders
+    are validated as one knowledge base, layered in order (`bundled` names the bundled one).
 
     Prints every problem as FILE:LINE:COL: FIELD: MESSAGE and exits 1 if there are any.
     """
@@ -163,14 +319,23 @@ def validate(kb_dir: Path | None) -> None:
         click.echo(f"denpex-kb: {len(exc.problems)} problem(s) found", err=True)
         sys.exit(1)
     n_ex = sum(len(e.examples) for e in kb.entries)
-    click.echo(f"ok: {len(kb.entries)} entries, {n_ex} examples, {len(kb.tags)} tags in {kb.root}")
+    where = " + ".join(kb.layers) if kb.layers else kb.root
+    click.echo(f"ok: {len(kb.entries)} entries, {n_ex} examples, {len(kb.tags)} tags in {where}")
 
 
 @main.command("list")
+@_common
 @_kb_option
-@click.option("--phase", help="Only entries of this lifecycle phase.")
+@click.option(
+    "--phase", help="Only entries of this lifecycle phase.", shell_complete=_complete_phases
+)
 @click.option("--tag", help="Only entries with this tag.")
-@click.option("--class", "failure_class", help="Only entries of this failure class.")
+@click.option(
+    "--class",
+    "failure_class",
+    help="Only entries of this failure class.",
+    shell_complete=_complete_classes,
+)
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -215,7 +380,7 @@ def list_cmd(
     width = max((len(e.id) for e in rows), default=2)
     for e in rows:
         click.echo(f"{e.id:<{width}}  {e.phase:<13}  {e.failure_class:<19}  {e.title}")
-    click.echo(f"{len(rows)} of {len(kb.entries)} entries", err=True)
+    _note(f"{len(rows)} of {len(kb.entries)} entries")
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*]|[0-9]+\.)\s+")
@@ -295,8 +460,9 @@ def render_entry_text(entry) -> str:  # noqa: ANN001 - model.Entry
 
 
 @main.command()
+@_common
 @_kb_option
-@click.argument("entry_id")
+@click.argument("entry_id", shell_complete=_complete_ids)
 def show(kb_dir: Path | None, entry_id: str) -> None:
     """Show one entry, readable in a terminal."""
     kb = _load(kb_dir)
@@ -312,6 +478,7 @@ def show(kb_dir: Path | None, entry_id: str) -> None:
 
 
 @main.command()
+@_common
 @click.argument("text", required=False)
 @_kb_option
 @click.option(
@@ -350,6 +517,7 @@ def search(
         n = len(exc.problems)
         raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
     try:
+        _info(f"text index {ix.path}")
         hits = ix.search(text, limit=limit)
     finally:
         ix.close()
@@ -370,13 +538,14 @@ def search(
 
 
 @main.command("export-rules")
+@_common
 @_kb_option
 @click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Where to write the rule pack (default: dist/denpex-rules.json).",
+    help="Where to write the rule pack (default: ./denpex-rules.json).",
 )
 @click.option(
     "--vectors",
@@ -402,44 +571,109 @@ def export_rules(kb_dir: Path | None, output: Path | None, vectors: Path | None)
 
 
 @main.command()
+@_common
 @_kb_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help=f"Folder for everything built (default: ./{DEFAULT_BUILD_DIR}): the rule pack and its "
+    "conformance vectors, the text index (index/) and the docs hub (site/). Built aside and "
+    "put in place whole; a folder that an earlier build did not make is never overwritten.",
+)
 @click.option(
     "--site-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where to build the hub (default: site/, as mkdocs.yml says).",
+    help="Build the hub here instead of OUTPUT/site (each part is then replaced on its own).",
 )
 @click.option(
     "--dist-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dist"),
-    show_default=True,
-    help="Where to write the rule pack, its conformance vectors and the text index.",
+    default=None,
+    help="Write the rule pack, its vectors and the index here instead of OUTPUT.",
 )
-def build(kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:
-    """Build everything from the knowledge base: rule pack, conformance vectors and text index
-    (dist/), docs hub (site/).
+def build(
+    kb_dir: Path | list[Path] | None,
+    output: Path | None,
+    site_dir: Path | None,
+    dist_dir: Path | None,
+) -> None:
+    """Build everything from the knowledge base (the bundled one, or --kb folders layered):
+    rule pack, conformance vectors, text index and docs hub, into one output folder.
 
-    The hub is the same site `mkdocs build` makes from mkdocs.yml; open site/index.html from
-    disk, it works offline.
+    The hub is the same site `mkdocs build` makes from mkdocs.yml; open OUTPUT/site/index.html
+    from disk, it works offline. On any failure the output folder is left as it was.
     """
-    from .atomic import lock
-
-    kb = _load(kb_dir)
-    try:
-        with lock(dist_dir):  # two builds into the same dist/ take turns
-            _build(kb, kb_dir, site_dir, dist_dir)
-    except OSError as exc:
-        where = exc.filename or dist_dir
-        raise UserError(f"cannot write {where}: {exc.strerror or exc}") from None
-
-
-def _build(kb, kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> None:  # noqa: ANN001
+    import shutil
     import time
 
-    from . import site
+    from . import atomic
 
     t0 = time.perf_counter()
+    kb = _load(kb_dir)
+    out = output if output is not None else Path(DEFAULT_BUILD_DIR)
+    try:
+        if site_dir is not None or dist_dir is not None:  # parts, each replaced on its own
+            dist = dist_dir if dist_dir is not None else out
+            with atomic.lock(dist):  # two builds into the same folder take turns
+                outputs = _build(kb, kb_dir, site_dir or out / "site", dist)
+            site_path = site_dir or out / "site"
+        else:
+            _refuse_foreign(out)
+            with atomic.lock(_lock_target(out)):
+                atomic.remove_stale(out)
+                tmp = atomic.make_tmp_dir(out)
+                try:
+                    outputs = _build(kb, kb_dir, tmp / "site", tmp)
+                    for stale in tmp.glob(".*.lock"):
+                        stale.unlink()
+                    (tmp / BUILD_MARKER).write_text(
+                        f"made by denpex-kb {__version__} build; `build` may replace this folder\n"
+                    )
+                    atomic.replace_dir(tmp, out)
+                finally:
+                    if tmp.exists():
+                        shutil.rmtree(tmp, ignore_errors=True)
+            outputs = [(what, out / p.resolve().relative_to(tmp.resolve())) for what, p in outputs]
+            site_path = out / "site"
+    except OSError as exc:
+        where = exc.filename or out
+        raise UserError(f"cannot write {where}: {exc.strerror or exc}") from None
+    for what, path in outputs:
+        click.echo(f"{what:<10} {path}")
+    click.echo(
+        f"built {len(kb.entries)} entries in {time.perf_counter() - t0:.1f}s; "
+        f"open {(site_path / 'index.html').resolve().as_uri()} (works offline)"
+    )
+
+
+def _lock_target(out: Path) -> Path:
+    """Two builds into one folder take turns on a lock kept in the per-user cache, so that
+    nothing but the output folder appears next to the user's files."""
+    import hashlib
+
+    from .index import cache_dir
+
+    key = hashlib.sha256(os.fsencode(str(out.resolve()))).hexdigest()[:24]
+    return cache_dir() / "locks" / key
+
+
+def _refuse_foreign(out: Path) -> None:
+    """`build` replaces its output folder whole: never one it did not make."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UserError(f"{out} exists and is not a folder; give another --output")
+    if out.is_dir() and not (out / BUILD_MARKER).is_file() and any(out.iterdir()):
+        raise UserError(
+            f"{out} is not empty and was not made by `denpex-kb build`; give another --output "
+            "or remove it"
+        )
+
+
+def _build(kb, kb_dir, site_dir: Path, dist_dir: Path) -> list[tuple[str, Path]]:  # noqa: ANN001
+    from . import site
+
     outputs: list[tuple[str, Path]] = []
 
     # Step 1: the rule pack and its conformance vectors (the same bytes the hub offers).
@@ -456,13 +690,14 @@ def _build(kb, kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> No
             raise UserError(f"cannot write {exc.filename}: {exc.strerror}") from None
         outputs.append(("rule pack" if name == site.RULE_PACK_FILE else "vectors", dist_dir / name))
 
-    # Step 2: the full-text index (dist/index), the same one `search --index dist/index` reads.
+    # Step 2: the full-text index, the same one `search --index DIR/index` reads.
     from .index import build_index
 
     try:
         outputs.append(("text index", build_index(kb, dist_dir / "index")))
     except OSError as exc:
         raise UserError(f"cannot write the index under {dist_dir}: {exc.strerror}") from None
+    _info(f"rule pack, vectors and index written under {dist_dir}")
 
     # Step 3: the docs hub.
     try:
@@ -470,13 +705,7 @@ def _build(kb, kb_dir: Path | None, site_dir: Path | None, dist_dir: Path) -> No
     except site.SiteBuildError as exc:
         raise UserError(f"hub build failed: {exc}") from None
     outputs.append(("docs hub", site_path / "index.html"))
-
-    for what, path in outputs:
-        click.echo(f"{what:<10} {path}")
-    click.echo(
-        f"built {len(kb.entries)} entries in {time.perf_counter() - t0:.1f}s; "
-        f"open {(site_path / 'index.html').resolve().as_uri()} (works offline)"
-    )
+    return outputs
 
 
 MAX_STDIN_FOR_RUN = 256 << 20
@@ -492,13 +721,39 @@ def _stdin_bytes(sources: list) -> bytes | None:  # noqa: ANN001 - engine.Source
     return data
 
 
+def _progress_streams(sources):  # noqa: ANN001, ANN202
+    """Streams that draw a progress line on stderr, or None when there should be none:
+    stderr is not a terminal, --quiet, or the input is small."""
+    from .engine import open_source
+    from .progress import THRESHOLD, LazyStreams, Progress, total_size
+
+    if OPTS.quiet:
+        return None
+    try:
+        if not sys.stderr.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    total = total_size(sources)
+    if total is not None and total < THRESHOLD:
+        return None
+    return LazyStreams(sources, open_source, Progress(total, sys.stderr))
+
+
 def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack, jobs: int = 1) -> dict:  # noqa: ANN001
     import io
 
     from .engine import Source, open_source, suggest_related
 
     if stdin_data is None and not extra:
-        report = engine.analyse(sources, jobs=jobs)
+        lazy = _progress_streams(sources)
+        if lazy is None:
+            report = engine.analyse(sources, jobs=jobs)
+        else:
+            try:
+                report = engine.analyse(sources, streams=lazy, jobs=jobs)  # type: ignore[arg-type]
+            finally:
+                lazy.close()
     else:
         streams = [
             io.BytesIO(stdin_data or b"") if src.path is None else open_source(src)
@@ -546,14 +801,26 @@ def _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run: boo
 
 
 def _built_hub_url() -> str | None:
-    """file:// URL of the docs hub built next to the bundled knowledge base, if there is one
-    (found without importing the loader: `match` must start fast)."""
-    site_dir = Path(__file__).resolve().parent.parent / "site"
-    return site_dir.resolve().as_uri() + "/" if (site_dir / "index.html").is_file() else None
+    """file:// URL of a built docs hub to link entries to: $DENPEX_KB_HUB (a folder), else
+    the default `build` output in the current folder, else (in a checkout) the checkout's."""
+    from .bundle import locate
+
+    candidates = []
+    if os.environ.get("DENPEX_KB_HUB"):
+        candidates.append(Path(os.environ["DENPEX_KB_HUB"]))
+    candidates.append(Path(DEFAULT_BUILD_DIR) / "site")
+    found = locate()
+    if found is not None and not found.installed:
+        candidates += [found.root / DEFAULT_BUILD_DIR / "site", found.root / "site"]
+    for site_dir in candidates:
+        if (site_dir / "index.html").is_file():
+            return site_dir.resolve().as_uri() + "/"
+    return None
 
 
 @main.command("match")
-@click.argument("paths", nargs=-1)
+@_common
+@click.argument("paths", nargs=-1, type=click.Path())
 @_kb_option
 @click.option(
     "--rules",
@@ -569,7 +836,7 @@ def _built_hub_url() -> str | None:
     default="text",
     show_default=True,
 )
-@click.option("--color/--no-color", default=None, help="Colour (default: only on a terminal).")
+@click.option("--no-color", "no_color", is_flag=True, hidden=True, help="Same as --color never.")
 @click.option(
     "--check",
     is_flag=True,
@@ -594,7 +861,7 @@ def match_cmd(
     kb_dir: Path | None,
     rules_path: Path | None,
     fmt: str,
-    color: bool | None,
+    no_color: bool,
     check: bool,
     run_checks: bool,
     jobs: int | None,
@@ -611,9 +878,12 @@ def match_cmd(
         raise UserError("give a log file or folder, or pipe a log on stdin")
     if run_checks and not check:
         raise UserError("--run only goes with --check")
+    if no_color:
+        OPTS.color = "never"
     try:
         sources = collect_sources(list(paths))
         pack = load_rulepack(rules_path, kb_dir)
+        _info(f"rule pack {pack['content_hash']} ({len(pack['entries'])} rules)")
         engine = Engine(pack)
         stdin_data = _stdin_bytes(sources) if run_checks else None
         if jobs is None:
@@ -626,7 +896,8 @@ def match_cmd(
     except (InputError, RulesError) as exc:
         raise UserError(str(exc)) from None
     report = _displayable(report)
-    if fmt != "json":
+    code = 0 if report["verdict"] == "confident" else 1
+    if fmt != "json" and not OPTS.quiet:
         from .termsafe import escape_controls
 
         for w in report.get("warnings", []):
@@ -634,22 +905,28 @@ def match_cmd(
     if fmt == "json":
         import json
 
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        text, use_color = json.dumps(report, indent=2, ensure_ascii=False) + "\n", False
     else:
         shown = _terminal_safe(report)
         if fmt == "markdown":
             from .engine import render_markdown
 
-            click.echo(render_markdown(shown), nl=False)
+            text, use_color = render_markdown(shown), False
         else:
             from .engine import render_text
 
-            use_color = sys.stdout.isatty() if color is None else color
-            click.echo(render_text(shown, color=use_color, hub=_built_hub_url()), nl=False)
-    sys.exit(0 if report["verdict"] == "confident" else 1)
+            use_color = color_enabled(sys.stdout)
+            text = render_text(shown, color=use_color, hub=_built_hub_url())
+    try:
+        click.echo(text, nl=False, color=use_color)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the verdict's exit code still tells the caller
+        _silence_stdout()
+    sys.exit(code)
 
 
 @main.command("eval")
+@_common
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--split",
@@ -719,6 +996,7 @@ def eval_cmd(
 
 
 @main.command("fleet")
+@_common
 @click.argument("inputs", nargs=-1)
 @click.option(
     "--manifest",
@@ -799,6 +1077,8 @@ def fleet_cmd(
 
     if not inputs and manifest is None:
         raise UserError("give job folders, files or globs, or --manifest FILE")
+    if isinstance(kb_dir, list):
+        raise UserError("fleet takes one --kb folder (layered knowledge bases: not yet)")
     try:
         pack = load_rulepack(rules_path, kb_dir)
         jobs = fleet.discover(

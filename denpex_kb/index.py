@@ -337,21 +337,50 @@ def cache_dir() -> Path:
     return Path(base) / "denpex-kb"
 
 
-def cached_index(kb_dir: str | Path | None = None) -> TextIndex:
-    """Open the index for the knowledge base at `kb_dir`, building it into the per-user cache
-    only when no index exists for its current content (never a stale one, never a rebuild)."""
-    # Same folder as kb.default_kb_dir(), without importing the YAML/JSON Schema stack (a
-    # warm search needs neither).
-    kb_dir = Path(kb_dir) if kb_dir is not None else Path(__file__).resolve().parent.parent / "kb"
+def _layers_fingerprint(roots: list[Path]) -> str:
+    if len(roots) == 1:
+        return kb_fingerprint(roots[0])
+    joined = "\0".join(["layers", *(kb_fingerprint(r) for r in roots)])
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
+def _kb_roots(kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None) -> list[Path]:
+    """kb.kb_roots without importing kb (JSON Schema, YAML): a warm search needs neither."""
+    if isinstance(kb_dir, str | Path):
+        return [Path(kb_dir)]
+    roots = [Path(r) for r in kb_dir or ()]
+    if roots:
+        return roots
+    from .bundle import BundleError, default_kb_dir
+
+    try:
+        return [default_kb_dir()]
+    except BundleError:
+        from .kb import kb_roots
+
+        return kb_roots(None)  # raises the KBError the caller reports
+
+
+def cached_index(
+    kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
+) -> TextIndex:
+    """Open the index for the knowledge base at `kb_dir` (several folders: layered, as
+    `kb.load_kb` does), building it into the per-user cache only when no index exists for its
+    current content (never a stale one, never a rebuild)."""
+    if kb_dir is None:
+        prebuilt = _prebuilt_index()
+        if prebuilt is not None:
+            return prebuilt
+    roots = _kb_roots(kb_dir)
     for _ in range(3):
-        fingerprint = kb_fingerprint(kb_dir)
+        fingerprint = _layers_fingerprint(roots)
         path = cache_dir() / "index" / fingerprint[:24]
         if (path / MARKER).is_file():
             return TextIndex(path)
         from .kb import load_kb
 
-        kb = load_kb(kb_dir)
-        if kb_fingerprint(kb_dir) != fingerprint:
+        kb = load_kb(roots)
+        if _layers_fingerprint(roots) != fingerprint:
             continue  # edited while we read it: what we loaded is neither version's index
         try:
             build_index(kb, path, fingerprint)
@@ -360,6 +389,27 @@ def cached_index(kb_dir: str | Path | None = None) -> TextIndex:
             return TextIndex(build_index(kb, _private_dir() / "index", fingerprint))
         return TextIndex(path)
     raise IndexError_(f"knowledge base {kb_dir} kept changing while it was read; try again")
+
+
+def _prebuilt_index() -> TextIndex | None:
+    """The index the wheel build made from the bundled knowledge base, when it still belongs
+    to the bundled files (its marker's fingerprint covers them and the analysis code)."""
+    from .bundle import PREBUILT_INDEX, locate
+
+    found = locate()
+    if found is None or not found.installed:
+        return None
+    path = found.prebuilt_dir / PREBUILT_INDEX
+    try:
+        marker = json.loads((path / MARKER).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("fingerprint") != kb_fingerprint(found.kb_dir):
+        return None
+    try:
+        return TextIndex(path)
+    except IndexError_:
+        return None
 
 
 def _private_dir() -> Path:

@@ -57,8 +57,15 @@ def entry_schema() -> dict[str, Any]:
 
 
 def default_kb_dir() -> Path:
-    """The bundled knowledge base: `kb/` next to the package in a source checkout."""
-    return Path(__file__).resolve().parent.parent / "kb"
+    """The bundled knowledge base (`bundle.py` says where: the checkout's `kb/`, or the copy
+    inside an installed wheel)."""
+    from .bundle import BundleError
+    from .bundle import default_kb_dir as bundled
+
+    try:
+        return bundled()
+    except BundleError as exc:
+        raise KBError([Problem("(bundled kb)", 1, 1, "(kb)", str(exc))]) from None
 
 
 def _display(path: Path) -> str:
@@ -474,19 +481,74 @@ def _build_entry(data: dict[str, Any], rel: str, root: Path) -> m.Entry:
     )
 
 
-def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
-    """Load and fully validate a knowledge base. Raises KBError listing every problem."""
-    root = Path(root) if root is not None else default_kb_dir()
-    if not root.is_dir():
+KBDirs = str | Path | Iterable[str | Path] | None
+
+
+def kb_roots(root: KBDirs = None) -> list[Path]:
+    """The folders of a knowledge base given as one folder, several (layered in order) or None
+    (the bundled one)."""
+    if root is None:
+        return [default_kb_dir()]
+    if isinstance(root, str | Path):
+        return [Path(root)]
+    roots = [Path(r) for r in root]
+    return roots or [default_kb_dir()]
+
+
+def _layer_tags(roots: list[Path]) -> tuple[dict[str, str], list[Problem], bool]:
+    """The tag vocabulary of every layer together. A layer after the first may have no
+    tags.yaml (it uses the vocabulary below it); one that redefines a tag must agree."""
+    tags: dict[str, str] = {}
+    problems: list[Problem] = []
+    known = True
+    for i, root in enumerate(roots):
+        if i and not (root / TAGS_FILE).exists():
+            continue
+        layer, found = load_tags(root)
+        problems.extend(found)
+        known = known and (bool(layer) or not found)
+        for key, meaning in layer.items():
+            if key in tags and tags[key] != meaning:
+                problems.append(
+                    Problem(
+                        _display(root / TAGS_FILE),
+                        1,
+                        1,
+                        key,
+                        f"tag {key!r} already has another meaning in a layer below",
+                    )
+                )
+            tags.setdefault(key, meaning)
+    return tags, problems, known
+
+
+def load_kb(root: KBDirs = None) -> m.KnowledgeBase:
+    """Load and fully validate a knowledge base. Raises KBError listing every problem.
+
+    `root`: a folder, or several folders layered in order (e.g. the bundled one, then a team's
+    private entries): one knowledge base whose ids must be unique across all of them. None:
+    the bundled knowledge base."""
+    roots = kb_roots(root)
+    missing = [r for r in roots if not r.is_dir()]
+    if missing:
         raise KBError(
-            [Problem(_display(root), 1, 1, "(kb)", "knowledge base folder does not exist")]
+            [
+                Problem(_display(r), 1, 1, "(kb)", "knowledge base folder does not exist")
+                for r in missing
+            ]
         )
-    tags, problems = load_tags(root)
+    tags, problems, tags_known = _layer_tags(roots)
     # An unreadable tag vocabulary is one problem; entries are then not checked against it.
-    tags_known = bool(tags) or not problems
     parsed: list[tuple[Path, Located]] = []
+    layer_of: dict[Path, Path] = {}
     known_ids: set[str] = set()  # ids of every readable entry, so one bad entry does not cascade
-    for path in _entry_files(root):
+    files = []
+    for layer in roots:
+        for path in _entry_files(layer):
+            layer_of[path] = layer
+            files.append(path)
+    for path in files:
+        root = layer_of[path]
         fname = _display(path)
         if path.suffix == ".yml":
             problems.append(Problem(fname, 1, 1, "(file)", "entries use the .yaml extension"))
@@ -565,17 +627,20 @@ def load_kb(root: str | Path | None = None) -> m.KnowledgeBase:
                 )
     if not parsed and not problems:
         problems.append(
-            Problem(_display(root), 1, 1, "(kb)", "no entries found under <phase>/ folders")
+            Problem(_display(roots[0]), 1, 1, "(kb)", "no entries found under <phase>/ folders")
         )
     if problems:
         raise KBError(problems)
-    base = root.resolve().parent
+    # Source paths are relative to the folder above the first layer (`kb/<phase>/<id>.yaml`);
+    # an entry of another layer elsewhere keeps its full path.
+    base = roots[0].resolve().parent
     entries = []
     for path, doc in parsed:
         try:
             rel = str(path.resolve().relative_to(base))
         except ValueError:
-            rel = str(path)
-        entries.append(_build_entry(doc.data, rel, root))
+            rel = str(path.resolve())
+        entries.append(_build_entry(doc.data, rel, layer_of[path]))
     entries.sort(key=lambda e: (m.PHASES.index(e.phase), e.id))
-    return m.KnowledgeBase(root=str(root), entries=tuple(entries), tags=tags)
+    layers = tuple(str(r) for r in roots) if len(roots) > 1 else ()
+    return m.KnowledgeBase(root=str(roots[0]), entries=tuple(entries), tags=tags, layers=layers)

@@ -203,9 +203,10 @@ class Entry:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
-    root: str
+    root: str  # the first (or only) folder
     entries: tuple[Entry, ...]
     tags: dict[str, str]
+    layers: tuple[str, ...] = ()  # every folder, in order, when several were layered
 
     def get(self, entry_id: str) -> Entry:
         for e in self.entries:

@@ -27,7 +27,7 @@ from .factspec import facts_section
 FORMAT = "denpex-rulepack"
 FORMAT_VERSION = "1.3"
 DIALECT = "re2"
-DEFAULT_OUTPUT = Path("dist") / "denpex-rules.json"
+DEFAULT_OUTPUT = Path("denpex-rules.json")
 VECTORS_FORMAT = "denpex-rulepack-vectors"
 
 # --------------------------------------------------------------------------------------------

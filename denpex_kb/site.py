@@ -74,6 +74,7 @@ SEVERITY_ORDER = ("critical", "high", "medium", "low")
 WRITE_AN_ENTRY = "write-an-entry.md"
 RULE_PACK_FORMAT = "rule-pack-format.md"
 REPORT_FORMAT = "report-format.md"
+USING_PAGES = (("Command line", "cli.md"), ("Python API", "api.md"))
 
 # Search boosts (Material's per-page `search.boost`): entry pages are what a search should find;
 # the hub's own pages rank below them. Listing pages repeat every summary and are not indexed.
@@ -575,7 +576,7 @@ def _entry_row(entry: Entry, from_page: str) -> str:
     return f"- [{inline(entry.title)}]({link}) {sev}<br>\n  {inline(entry.summary)}"
 
 
-def home_page(kb: KnowledgeBase, has_rulepack: bool) -> str:
+def home_page(kb: KnowledgeBase, has_rulepack: bool, has_diagnose: bool = False) -> str:
     n = len(kb.entries)
     b = [
         front_matter({"title": "DeepSpeed failure hub", "search": {"boost": BOOST_GUIDE}}),
@@ -591,6 +592,14 @@ def home_page(kb: KnowledgeBase, has_rulepack: bool) -> str:
         + "\n",
         "It names the root-cause entry, the rank that started it, and which errors are only "
         "collateral damage.\n",
+        *(
+            [
+                "Or paste the log (or drop the files) into [Diagnose a log](diagnose.md): the "
+                "same rules run in this browser, and nothing leaves the page.\n"
+            ]
+            if has_diagnose
+            else []
+        ),
         "## Phases { #phases }\n",
         "| Phase | Entries | |",
         "|---|---|---|",
@@ -733,6 +742,143 @@ def rule_pack_page(downloads: Mapping[str, bytes], has_format_page: bool) -> str
 # The whole hub
 
 
+# --------------------------------------------------------------------------------------------
+# "Diagnose a log": the JavaScript engine (js/denpex-engine/, ES modules) in the hub
+
+DIAGNOSE_PAGE = "diagnose.md"
+JS_ENGINE_DIR = Path(__file__).resolve().parent.parent / "js" / "denpex-engine"
+# Classic scripts (file:// forbids ES-module scripts and fetch): the pack as data, the engine as
+# one factory function whose source the page also turns into a Blob worker.
+RULEPACK_SCRIPT = "assets/denpex/rulepack.js"
+ENGINE_SCRIPT = "assets/denpex/engine.js"
+ENGINE_MODULES = "assets/denpex/engine"  # the ES modules themselves, for other tools
+
+_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([a-z0-9-]+\.js)";$')
+_REEXPORT = re.compile(r'^export \{([^}]*)\} from "\./([a-z0-9-]+\.js)";$')
+_EXPORT_LIST = re.compile(r"^export \{([^}]*)\};$")
+_EXPORT_DECL = re.compile(r"^export (?:async )?(?:function|class|const|let) ([A-Za-z_$][\w$]*)")
+
+
+def _names(spec: str) -> list[tuple[str, str]]:
+    """`a, b as c` -> [(a, a), (b, c)] (imported name, local name)."""
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, _, alias = part.partition(" as ")
+        out.append((name.strip(), (alias or name).strip()))
+    return out
+
+
+def js_engine_bundle(engine_dir: Path = JS_ENGINE_DIR) -> str:
+    """The ES modules of the JavaScript engine as one classic script: a function
+    `denpexEngineFactory()` that evaluates every module in its own scope (imports resolved in
+    dependency order) and returns index.js's exports, then `self.DenpexEngine = ...`.
+
+    Only the import/export forms the engine uses are accepted (single-line `import {..} from
+    "./x.js"`, `export function|class|const`, `export {..}` and `export {..} from "./x.js"`);
+    anything else is an error, so the bundle cannot silently differ from the modules."""
+    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(engine_dir.glob("*.js"))}
+    if "index.js" not in sources:
+        raise FileNotFoundError(f"{engine_dir}/index.js")
+    deps: dict[str, list[str]] = {}
+    bodies: dict[str, str] = {}
+    for name, text in sources.items():
+        body: list[str] = []
+        exports: list[tuple[str, str]] = []  # (exported name, local name)
+        deps[name] = []
+        for line in text.split("\n"):
+            if line.startswith("import "):
+                m = _IMPORT.match(line)
+                if m is None:
+                    raise ValueError(f"{name}: unsupported import: {line}")
+                deps[name].append(m.group(2))
+                binds = ", ".join(f"{a}: {b}" if a != b else a for a, b in _names(m.group(1)))
+                body.append(f'const {{ {binds} }} = __m["{m.group(2)}"];')
+            elif line.startswith("export "):
+                if m := _REEXPORT.match(line):
+                    deps[name].append(m.group(2))
+                    for a, b in _names(m.group(1)):
+                        body.append(f'const {b} = __m["{m.group(2)}"].{a};')
+                        exports.append((b, b))
+                elif m := _EXPORT_LIST.match(line):
+                    exports.extend((b, a) for a, b in _names(m.group(1)))
+                elif m := _EXPORT_DECL.match(line):
+                    exports.append((m.group(1), m.group(1)))
+                    body.append(line[len("export ") :])
+                else:
+                    raise ValueError(f"{name}: unsupported export: {line}")
+            else:
+                body.append(line)
+        ret = ", ".join(f"{e}: {loc}" if e != loc else e for e, loc in exports)
+        bodies[name] = (
+            f'__m["{name}"] = (function () {{\n"use strict";\n'
+            + "\n".join(body)
+            + f"\nreturn {{ {ret} }};\n}})();\n"
+        )
+    order: list[str] = []
+
+    def visit(n: str, stack: tuple[str, ...] = ()) -> None:
+        if n in order:
+            return
+        if n in stack:
+            raise ValueError(f"import cycle: {' -> '.join((*stack, n))}")
+        if n not in sources:
+            raise FileNotFoundError(f"{engine_dir}/{n}")
+        for d in deps[n]:
+            visit(d, (*stack, n))
+        order.append(n)
+
+    visit("index.js")
+    return (
+        "// Generated by denpex_kb/site.py from js/denpex-engine/ (ES modules, the source);\n"
+        "// do not edit. A classic script so that it loads from file:// too.\n"
+        "function denpexEngineFactory() {\n"
+        "const __m = {};\n" + "".join(bodies[n] for n in order) + 'return __m["index.js"];\n}\n'
+        "self.DenpexEngine = denpexEngineFactory();\n"
+    )
+
+
+def rulepack_script(pack_bytes: bytes) -> bytes:
+    """The rule pack as a classic script (`self.DENPEX_RULEPACK = {...};`): a page opened from
+    file:// cannot fetch a JSON file, but it can load a script."""
+    return (
+        b"// The rule pack this hub ships (downloads/denpex-rules.json), as a script for file://.\n"
+        b"self.DENPEX_RULEPACK = " + pack_bytes.rstrip(b"\n") + b";\n"
+    )
+
+
+def diagnose_page() -> str:
+    b = [
+        front_matter({"title": "Diagnose a log", "denpex_diagnose": True}),
+        "# Diagnose a log\n",
+        "Paste a traceback or a whole log, or drop log files (one per rank or per node, `.gz` "
+        "too): the knowledge base's rule pack runs **in this page**, in your browser, and "
+        "names the root cause (or the hypotheses that remain), the rank that started it, the "
+        "collateral errors, the fix and the command that verifies it. Nothing is uploaded: "
+        "the page makes no request at all, and works opened from disk.\n",
+        '<div id="dx-diagnose" class="dx-diagnose"></div>\n',
+        "The same diagnosis from a terminal, for logs on a cluster:\n",
+        fence(
+            "denpex-kb match train.log        # or a folder of per-rank logs, or - for stdin",
+            "bash",
+        )
+        + "\n",
+        "The engine of this page is a JavaScript implementation of the "
+        "[rule pack format](rule-pack-format.md), tested against every conformance vector and "
+        "against `denpex-kb match` on every test log.\n",
+    ]
+    return "\n".join(b) + "\n"
+
+
+def js_engine_files(engine_dir: Path = JS_ENGINE_DIR) -> dict[str, bytes]:
+    """The engine's ES modules as static files of the hub (for other tools), and the bundle."""
+    files = {f"{ENGINE_MODULES}/{p.name}": p.read_bytes() for p in sorted(engine_dir.glob("*.js"))}
+    files[ENGINE_SCRIPT] = js_engine_bundle(engine_dir).encode("utf-8")
+    return files
+
+
 def generate_hub(
     kb: KnowledgeBase,
     *,
@@ -751,7 +897,6 @@ def generate_hub(
     has_rulepack = True  # the rule-pack page always exists; it says when the pack is missing
     pages: dict[str, str] = {}
     files: dict[str, bytes] = {}
-    pages["index.md"] = home_page(kb, has_rulepack)
     for phase in PHASES:
         pages[phase_path(phase)] = phase_page(kb, phase)
     pages["classes.md"] = classes_page(kb)
@@ -759,6 +904,13 @@ def generate_hub(
     dl = {f"downloads/{name}": data for name, data in sorted(downloads.items())}
     pages["rule-pack.md"] = rule_pack_page(dl, has_format)
     files.update(dl)
+    pack_bytes = downloads.get(RULE_PACK_FILE)
+    has_diagnose = pack_bytes is not None and (JS_ENGINE_DIR / "index.js").is_file()
+    if has_diagnose:
+        pages[DIAGNOSE_PAGE] = diagnose_page()
+        files[RULEPACK_SCRIPT] = rulepack_script(pack_bytes)
+        files.update(js_engine_files())
+    pages["index.md"] = home_page(kb, has_rulepack, has_diagnose)
     base = Path(kb.root).resolve().parent
     for e in kb.entries:
         pages[entry_path(e.id)] = entry_page(e, kb)
@@ -772,6 +924,8 @@ def generate_hub(
                 files[example_log_path(e.id, ex.name)] = ex.log.encode("utf-8")
 
     nav: list[Any] = [{"Home": "index.md"}]
+    if has_diagnose:
+        nav.append({"Diagnose a log": DIAGNOSE_PAGE})
     phases_nav: list[Any] = []
     for phase in PHASES:
         children: list[Any] = [phase_path(phase)]
@@ -780,6 +934,9 @@ def generate_hub(
     nav.append({"Phases": phases_nav})
     nav.append({"By failure class": "classes.md"})
     nav.append({"By tag": "tags.md"})
+    using = [{title: page} for title, page in USING_PAGES if page in static]
+    if using:
+        nav.append({"Use it": using})
     rp: list[Any] = [{"Download": "rule-pack.md"}]
     if has_format:
         rp.append({"Format": RULE_PACK_FORMAT})
@@ -854,12 +1011,17 @@ class SiteBuildError(Exception):
 
 
 def default_config_file() -> Path:
-    """mkdocs.yml at the top of the source checkout."""
-    return Path(__file__).resolve().parent.parent / "mkdocs.yml"
+    """The bundled mkdocs.yml: the checkout's, or the copy inside an installed wheel."""
+    from .bundle import BundleError, bundle
+
+    try:
+        return bundle().mkdocs_config
+    except BundleError as exc:
+        raise SiteBuildError(str(exc)) from None
 
 
 def build_site(
-    kb_dir: str | Path | None = None,
+    kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
     site_dir: str | Path | None = None,
     config_file: str | Path | None = None,
 ) -> Path:
@@ -876,9 +1038,10 @@ def build_site(
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    bundled = not config_file
     config_file = Path(config_file) if config_file else default_config_file()
     if not config_file.is_file():
-        raise SiteBuildError(f"{config_file}: no such file (the hub is built from a checkout)")
+        raise SiteBuildError(f"{config_file}: no such file")
 
     class _Collect(logging.Handler):
         def __init__(self) -> None:
@@ -896,11 +1059,21 @@ def build_site(
     overrides: dict[str, Any] = {"strict": True}
     if site_dir is not None:
         overrides["site_dir"] = str(Path(site_dir).resolve())
+    if bundled:
+        from .bundle import bundle
+
+        if bundle().installed:
+            if site_dir is None:  # mkdocs.yml's `site/` would land inside the installed package
+                raise SiteBuildError("give the folder to build the hub in (site_dir)")
+            # The hooks file by its place in this package (mkdocs.yml names it from the checkout).
+            overrides["hooks"] = [str(Path(__file__).with_name("site_hooks.py"))]
     from . import atomic
 
     try:
         cfg = load_config(config_file=str(config_file), **overrides)
-        if kb_dir is not None:
+        if isinstance(kb_dir, list | tuple):  # several folders, layered (kb.load_kb)
+            cfg.extra.setdefault("denpex", {})["kb_dir"] = [str(Path(k).resolve()) for k in kb_dir]
+        elif kb_dir is not None:
             cfg.extra.setdefault("denpex", {})["kb_dir"] = str(Path(kb_dir).resolve())
         # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
         # and two builds of the same hub take turns.

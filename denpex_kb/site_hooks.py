@@ -34,13 +34,13 @@ log = logging.getLogger("mkdocs.plugins.denpex")
 _state: dict[str, Any] = {}
 
 
-def _kb_dir(config: MkDocsConfig) -> Path:
+def _kb_dir(config: MkDocsConfig) -> Path | list[Path]:
+    """`extra.denpex.kb_dir`: one folder, or a list of folders layered in order."""
     extra = config.extra.get("denpex") or {}
     raw = extra.get("kb_dir") or "kb"
-    path = Path(raw)
-    if not path.is_absolute():
-        path = Path(config.config_file_path or ".").resolve().parent / path
-    return path
+    here = Path(config.config_file_path or ".").resolve().parent
+    paths = [here / Path(p) for p in (raw if isinstance(raw, list) else [raw])]
+    return paths[0] if len(paths) == 1 else paths
 
 
 def _static_pages(docs_dir: Path) -> list[str]:

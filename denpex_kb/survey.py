@@ -81,13 +81,14 @@ def read_threads(folder: Path) -> list[Thread]:
 
 
 def read_causes(path: Path) -> dict[str, str]:
-    """`cause<TAB>target` lines (comments with #): the survey's words mapped to an entry id or
-    a class."""
+    """`cause<TAB>target` lines (comments with #): the survey's words, or one thread's URL,
+    mapped to an entry id or a class."""
     mapping: dict[str, str] = {}
     if not path.exists():
         return mapping
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = line.split("#", 1)[0].strip()
+        # a comment starts a line or follows a space (a URL may hold a '#')
+        line = "" if line.lstrip().startswith("#") else line.split(" #", 1)[0].strip()
         if not line:
             continue
         parts = line.split("\t")
@@ -101,9 +102,10 @@ def read_causes(path: Path) -> dict[str, str]:
 
 
 def classify(thread: Thread, causes: dict[str, str], kb_ids: frozenset[str]) -> Classified:
-    """Where a thread's cause lands today: the mapping first, then the cause itself or the
-    recorded entry when either is an entry id."""
-    target = causes.get(thread.cause, "")
+    """Where a thread's cause lands today: a mapping of the thread's own URL first (one survey
+    label can cover threads that turned out to be different failures), then the mapping of its
+    cause, then the cause itself or the recorded entry when either is an entry id."""
+    target = causes.get(thread.url) or causes.get(thread.cause, "")
     if not target:
         for candidate in (thread.entry, thread.cause):
             if candidate in kb_ids:
@@ -115,6 +117,7 @@ def classify(thread: Thread, causes: dict[str, str], kb_ids: frozenset[str]) -> 
 @dataclass(frozen=True)
 class Figures:
     threads: int
+    pull_requests: int  # fix PRs read while sampling: not user reports, left out of the shares
     unknown: int  # no cause named
     not_failures: int
     out_of_scope: int
@@ -134,6 +137,12 @@ class Figures:
         return self.established_covered / self.established if self.established else 0.0
 
 
+def is_pull_request(url: str) -> bool:
+    """A pull request (or merge request) is a fix someone wrote, not a failure a user brought:
+    it tells which bugs exist, not how often users meet them."""
+    return "/pull/" in url or "/merge_requests/" in url
+
+
 def figures(rows: Iterable[Classified], kb_ids: frozenset[str]) -> Figures:
     """Headline counts, and the failures ranked by how many threads show them (an entry's
     threads are pooled whatever words the survey used)."""
@@ -143,6 +152,9 @@ def figures(rows: Iterable[Classified], kb_ids: frozenset[str]) -> Figures:
     for row in rows:
         t, target = row.thread, row.target
         tally["threads"] += 1
+        if is_pull_request(t.url):
+            tally["pulls"] += 1
+            continue
         if t.cause == UNKNOWN:
             tally["unknown"] += 1
             continue
@@ -164,6 +176,7 @@ def figures(rows: Iterable[Classified], kb_ids: frozenset[str]) -> Figures:
     )
     return Figures(
         threads=tally["threads"],
+        pull_requests=tally["pulls"],
         unknown=tally["unknown"],
         not_failures=tally[NOT_A_FAILURE],
         out_of_scope=tally[OUT_OF_SCOPE],
@@ -195,6 +208,7 @@ def render(fig: Figures, top: int = 40) -> str:
     pct = lambda n, d: f"{100 * n / d:.1f}%" if d else "-"  # noqa: E731
     lines = [
         f"threads read: {fig.threads}",
+        f"  pull requests (fixes, not user reports; left out below): {fig.pull_requests}",
         f"  no cause named in the thread: {fig.unknown}",
         f"  not a failure: {fig.not_failures}; out of scope: {fig.out_of_scope}; "
         f"cause too unspecific for an entry: {fig.unspecific}",

@@ -256,3 +256,44 @@ def test_collateral_without_weak_signals_never_stands_in(engine: Engine) -> None
     r = run(engine, watchdog)
     assert r["verdict"] == "none" and not r["probable"]
     assert "nccl-watchdog-timeout" in {c["id"] for c in r["collateral"]}
+
+
+DS_REPORT = (  # ds_report's op table after ANSI stripping (deepspeed/env_report.py, v0.5-v0.19)
+    "JIT compiled ops requires ninja\n"
+    "ninja .................. [OKAY]\n"
+    "op name ................ installed .. compatible\n"
+    "async_io ............... [NO] ....... [NO]\n"
+    "cpu_adam ............... [NO] ....... [OKAY]\n"
+)
+NVSMI_T4 = "|   0  Tesla T4            Off  | 00000000:00:04.0 Off |                    0 |\n"
+NVSMI_A100 = (
+    "|   0  NVIDIA A100-SXM4-80GB          On  |   00000000:07:00.0 Off |                    0 |\n"
+)
+
+
+def test_ds_report_and_nvidia_smi_rows_become_facts(engine: Engine) -> None:
+    r = run(engine, DS_REPORT + NVSMI_T4)
+    ops = {(f["fields"]["op"], f["fields"]["compatible"]) for f in r["facts"]["ds_op"]["records"]}
+    assert ops == {("ninja", "OKAY"), ("async_io", "NO"), ("cpu_adam", "OKAY")}
+    assert [f["fields"]["name"] for f in r["facts"]["gpu_model"]["records"]] == ["Tesla T4"]
+
+
+def test_pre_ampere_gpu_favours_the_dtype_entry_and_an_ampere_one_does_not(engine: Engine) -> None:
+    err = "ValueError: Type bf16 is not supported on your device.\n"
+    old = run(engine, NVSMI_T4 + err)["root_cause"]
+    new = run(engine, NVSMI_A100 + err)["root_cause"]
+    assert old["id"] == new["id"] == "dtype-not-supported-on-device"
+    assert [f["fact"] for f in old["facts_for"]] == ["gpu_model"]
+    assert new["facts_for"] == [] and old["confidence"] > new["confidence"]
+
+
+def test_a_harmless_warning_alone_is_called_harmless_not_a_missing_error(engine: Engine) -> None:
+    warn = (
+        "[2024-05-01 10:00:00,000] [WARNING] [parameter_offload.py:87:_apply_to_tensors_only] "
+        "Invalidate trace cache @ step 0 and module 1: cache has only 0 modules\n"
+    )
+    r = run(engine, warn)
+    assert r["verdict"] == "none"
+    assert any(n.startswith("Only lines that are harmless") for n in r["notes"])
+    r2 = run(engine, warn + DS_OPT_ADAM.replace("DeepSpeedCPUAdam", "DeepSpeedCPUAdagrad"))
+    assert not any(n.startswith("Only lines that are harmless") for n in r2["notes"])

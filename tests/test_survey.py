@@ -74,6 +74,8 @@ def test_mapping_beats_recorded_entry_and_stale_entries_are_ignored(tmp_path: Pa
     causes = {"full-disk": "disk-full-enospc"}
     got = [classify(t, causes, IDS).target for t in read_threads(tmp_path)]
     assert got == ["disk-full-enospc", "dev-shm-too-small", "dev-shm-too-small", ""]
+    causes["u4"] = "dev-shm-too-small"  # one thread mapped by its URL, whatever its cause says
+    assert classify(read_threads(tmp_path)[3], causes, IDS).target == "dev-shm-too-small"
 
 
 def test_figures_pool_threads_per_entry_and_leave_classes_out_of_the_denominator(
@@ -88,19 +90,15 @@ def test_figures_pool_threads_per_entry_and_leave_classes_out_of_the_denominator
             ("u3", "p", "t", "weird", "-", "reporter"),
             ("u4", "p", "t", "how-to", "-", "maintainer"),
             ("u5", "p", "t", "unknown", "-", "unresolved"),
+            ("https://github.com/a/b/pull/9", "p", "t", "weird", "-", "fix-pr"),
         ],
     )
     (tmp_path / "causes.tsv").write_text(
         "full-disk\tdisk-full-enospc\nhow-to\tnot-a-failure\n", encoding="utf-8"
     )
     fig = survey(tmp_path, IDS)
-    assert (fig.threads, fig.unknown, fig.not_failures, fig.failures, fig.covered) == (
-        5,
-        1,
-        1,
-        3,
-        2,
-    )
+    assert (fig.threads, fig.pull_requests) == (6, 1)
+    assert (fig.unknown, fig.not_failures, fig.failures, fig.covered) == (1, 1, 3, 2)
     assert fig.ranking == (("disk-full-enospc", 2, True), ("weird", 1, False))
     assert (fig.established, fig.established_covered) == (2, 1)
     assert round(fig.coverage, 3) == 0.667

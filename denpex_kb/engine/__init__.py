@@ -31,7 +31,7 @@ from .evaluate import Hit, evaluate
 from .explain import explain
 from .facts import FactCollector
 from .normalise import Normaliser
-from .read import InputError, Source, collect_sources, iter_blocks, open_source
+from .read import Decompressed, InputError, Source, collect_sources, iter_blocks, open_source
 from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
 from .scan import line_finder, make_prefilter
@@ -193,7 +193,7 @@ class Engine:
                     unexplained,
                     facts,
                     pmap,
-                    jobs if streams is None else 1,
+                    jobs,
                 )
             except InputError as exc:
                 if not src.in_folder:
@@ -349,11 +349,19 @@ class Engine:
                 pre.close()
 
     def _prescan(self, src: Source, stream: BinaryIO, jobs: int) -> Prescan | None:
-        """Worker processes for a large regular file (not a pipe, not compressed)."""
-        if jobs <= 1 or src.path is None or not isinstance(stream, io.BufferedReader):
+        """Worker processes for a large regular file (not a pipe, not compressed), read from its
+        start (a progress wrapper around the file is looked through: it only counts)."""
+        if jobs <= 1 or src.path is None:
+            return None
+        inner = stream
+        if not isinstance(inner, io.BufferedReader | Decompressed):
+            inner = getattr(inner, "inner", inner)
+        if not isinstance(inner, io.BufferedReader):
             return None
         try:
-            st = os.fstat(stream.fileno())
+            st = os.fstat(inner.fileno())
+            if inner.tell() != 0:
+                return None
         except (OSError, ValueError):
             return None
         if not stat.S_ISREG(st.st_mode) or st.st_size < split.SPLIT_MIN_BYTES:

@@ -203,7 +203,15 @@ def explain(
                     + "."
                 )
     else:
-        if collateral:
+        harmless = [c for c in collateral if not c.entry["match"].get("fatal", True)]
+        if collateral and len(harmless) == len(collateral) and not unexplained and not lead:
+            notes.append(
+                "Only lines that are harmless on their own were recognised ("
+                + ", ".join(c.id for c in collateral)
+                + "): nothing in this log shows a failure. If the run did fail, its error is "
+                "not in what was pasted."
+            )
+        elif collateral:
             notes.append(
                 "No root-cause entry matched: only collateral errors ("
                 + ", ".join(c.id for c in collateral)

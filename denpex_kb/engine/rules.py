@@ -34,20 +34,23 @@ RACY_SECONDS = 3.0
 _FINGERPRINTS: dict[str, str] = {}
 
 
-def kb_fingerprint(kb_dir: Path) -> str:
+def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
     """Hash of the knowledge base's resolved path, every entry file (path and bytes), the tag
     list and the exporter's version.
 
     Cheap (no YAML parsing): it decides whether a cached pack is still current. Two knowledge
-    bases never share a cached pack, even with equal content. Reading every entry on each
-    `match` is remembered per stat signature (each file's size, inode, mtime and ctime), in
-    this process and in the per-user cache, unless a file was modified in the last
-    RACY_SECONDS (then it is always read)."""
+    bases never share a cached pack, even with equal content. `location=False` leaves the path
+    out: the prebuilt pack of a wheel is made in one folder and used from another.
+
+    Reading every entry on each `match` is remembered per stat signature (each file's size,
+    inode, mtime and ctime), in this process and in the per-user cache, unless a file was
+    modified in the last RACY_SECONDS (then it is always read)."""
     import time
 
     head = hashlib.sha256()
     head.update(f"denpex-kb {__version__}\n".encode())
-    head.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
+    if location:
+        head.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
     code = Path(__file__).resolve().parent.parent / "rulepack.py"
     try:
         head.update(code.read_bytes())
@@ -60,6 +63,7 @@ def kb_fingerprint(kb_dir: Path) -> str:
     )
     files.append(kb_dir / "tags.yaml")
     sig = head.copy()
+    sig.update(f"memo location={location} ".encode() + os.fsencode(str(kb_dir.resolve())) + b"\0")
     now, racy = time.time(), False
     for p in files:
         try:
@@ -108,6 +112,14 @@ def _content_fingerprint(kb_dir: Path, h: Any, files: list[Path]) -> str:
             continue
         h.update(os.fsencode(str(p.relative_to(kb_dir))) + b"\0" + data + b"\0")
     return h.hexdigest()[:32]
+
+
+def _layers_fingerprint(roots: list[Path]) -> str:
+    """kb_fingerprint of one folder, or of several layered in this order."""
+    if len(roots) == 1:
+        return kb_fingerprint(roots[0])
+    joined = "\0".join(["layers", *(kb_fingerprint(r) for r in roots)])
+    return hashlib.sha256(joined.encode()).hexdigest()[:32]
 
 
 def _read_capped(path: Path, what: str) -> bytes:
@@ -175,10 +187,29 @@ def _verified(data: bytes) -> dict[str, Any] | None:
     return pack
 
 
+def _prebuilt_pack(found: Any) -> dict[str, Any] | None:  # noqa: ANN401 - bundle.Bundle
+    """The rule pack the wheel build made from the bundled knowledge base, if it is there and
+    still belongs to the bundled files (else None: it is then built into the cache)."""
+    from ..bundle import PREBUILT_PACK
+
+    if not found.installed:
+        return None
+    want = found.prebuilt_manifest().get("rulepack_fingerprint")
+    if not isinstance(want, str) or want != kb_fingerprint(found.kb_dir, location=False):
+        return None
+    try:
+        data = _read_capped(found.prebuilt_dir / PREBUILT_PACK, "prebuilt rule pack")
+    except RulesError:
+        return None
+    return _verified(data)
+
+
 def load_rulepack(
-    path: str | Path | None = None, kb_dir: str | Path | None = None
+    path: str | Path | None = None,
+    kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
 ) -> dict[str, Any]:
-    """The rule pack at `path`, or the one exported from `kb_dir` (default: the bundled kb/).
+    """The rule pack at `path`, or the one exported from `kb_dir` (default: the bundled kb/;
+    several folders are layered in order, as `kb.load_kb` does).
 
     A pack given as a file is validated against the rule pack schema (as any consumer would). A
     pack built from a knowledge base is validated when it is built and then served from the
@@ -204,12 +235,29 @@ def load_rulepack(
             detail = "; ".join(exc.problems[:5]) if isinstance(exc, RulePackError) else str(exc)
             raise RulesError(f"invalid rule pack {path}: {detail}") from None
         return pack
-    # Same folder as kb.default_kb_dir(), without importing the YAML/JSON Schema stack.
-    root = Path(kb_dir) if kb_dir is not None else Path(__file__).resolve().parents[2] / "kb"
-    if not root.is_dir():
-        raise RulesError(f"knowledge base folder {root} does not exist")
+    if kb_dir is None:
+        # The bundled knowledge base (bundle.py says where), without importing the YAML/JSON
+        # Schema stack; an installed wheel carries its pack prebuilt.
+        from ..bundle import BundleError, bundle
+
+        try:
+            found = bundle()
+        except BundleError as exc:
+            raise RulesError(str(exc)) from None
+        prebuilt = _prebuilt_pack(found)
+        if prebuilt is not None:
+            return prebuilt
+        roots = [found.kb_dir]
+    elif isinstance(kb_dir, str | Path):
+        roots = [Path(kb_dir)]
+    else:  # several folders, layered (kb.load_kb)
+        roots = [Path(r) for r in kb_dir]
+    for r in roots:
+        if not r.is_dir():
+            raise RulesError(f"knowledge base folder {r} does not exist")
+    root: Any = roots[0] if len(roots) == 1 else roots
     for _ in range(3):
-        fingerprint = kb_fingerprint(root)
+        fingerprint = _layers_fingerprint(roots)
         cached = cache_dir() / f"rulepack-{fingerprint}.json"
         data = None
         try:
@@ -235,7 +283,7 @@ def load_rulepack(
             ) from None
         pack = build_pack(kb)
         validate_pack(pack)
-        if kb_fingerprint(root) != fingerprint:
+        if _layers_fingerprint(roots) != fingerprint:
             continue  # edited while we read it: the pack belongs to neither version
         try:
             data = dumps(pack)
