@@ -34,7 +34,7 @@ def snapshot(jobs: int | None, scanner: str | None) -> dict[str, dict[str, str]]
     from denpex_kb.engine import Engine, InputError, load_rulepack, render_markdown, render_text
     from denpex_kb.kb import load_kb
 
-    eng = Engine(load_rulepack(), scanner=scanner)
+    eng = Engine(load_rulepack(kb_dir=ROOT / "kb"), scanner=scanner)
     kwargs = {"jobs": jobs} if jobs is not None else {}
 
     def one(key: str, run) -> None:  # noqa: ANN001
