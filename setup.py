@@ -1,7 +1,7 @@
 """Wheel build hook: the wheel carries the knowledge base and what the hub is built from.
 
 Everything else about the package is in pyproject.toml. `build_py` copies the top-level kb/,
-docs/, site_overrides/ and mkdocs.yml into the package as denpex_kb/_bundle/ (kb/ stays at the
+docs/, site_overrides/, js/ and mkdocs.yml into the package as denpex_kb/_bundle/ (kb/ stays at the
 repository root for contributors) and prebuilds the rule pack and text index there, so that an
 installed `denpex-kb match` or `search` starts without building anything. An editable install
 reads the checkout itself and gets no copy (denpex_kb/bundle.py finds either).
@@ -19,7 +19,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-BUNDLED = ("kb", "docs", "site_overrides", "mkdocs.yml")
+BUNDLED = ("kb", "docs", "site_overrides", "mkdocs.yml", "js")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 
 

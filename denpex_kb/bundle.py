@@ -1,7 +1,7 @@
 """Where the bundled resources are, in a source checkout and in an installed wheel.
 
 The bundled resources are the knowledge base (`kb/`), what the docs hub is built from
-(`mkdocs.yml`, `docs/`, `site_overrides/`) and, in a wheel only, a rule pack and a text index
+(`mkdocs.yml`, `docs/`, `site_overrides/`, the JavaScript engine in `js/`) and, in a wheel only, a rule pack and a text index
 prebuilt from that knowledge base (`prebuilt/`), so that `match` and `search` start without
 building anything.
 
@@ -51,6 +51,11 @@ class Bundle:
     @property
     def docs_dir(self) -> Path:
         return self.root / "docs"
+
+    @property
+    def js_engine_dir(self) -> Path:
+        """The hub's JavaScript engine (ES modules), built into the Diagnose page."""
+        return self.root / "js" / "denpex-engine"
 
     @property
     def prebuilt_dir(self) -> Path:

@@ -190,6 +190,25 @@ def thread_key(url: str) -> str:
     return u
 
 
+SEEN_FILE = "seen-by-authors.txt"
+
+
+def seen_threads(corpus_roots: Iterable[Path]) -> frozenset[str]:
+    """Threads an entry or rule author saw without citing them (a search result's excerpt),
+    listed one URL per line in `seen-by-authors.txt` at the corpus root (# starts a comment):
+    they count as cited."""
+    out: set[str] = set()
+    for root in sorted(set(corpus_roots)):
+        path = root / SEEN_FILE
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            url = line.split(" #", 1)[0].strip()
+            if url and not url.startswith("#"):
+                out.add(thread_key(url))
+    return frozenset(out)
+
+
 def cited_threads(kb_dir: Path) -> frozenset[str]:
     """Every URL the entries' YAML mentions (references, example sources, signal sources)."""
     out: set[str] = set()
@@ -236,6 +255,7 @@ def evaluate_cases(cases: list[Case], kb_dir: Path | None = None) -> EvalRun:
     from .kb import default_kb_dir
 
     cited = cited_threads(Path(kb_dir) if kb_dir else default_kb_dir())
+    cited |= seen_threads({c.path.parent.parent for c in cases})
     results = tuple(score(c, report_of(c), kb_ids, cited) for c in cases)
     info = {"content_hash": pack["content_hash"], "kb_version": pack["kb_version"]}
     return EvalRun(results, info, tuple(_warnings(cases, kb_ids)))

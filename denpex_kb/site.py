@@ -746,7 +746,17 @@ def rule_pack_page(downloads: Mapping[str, bytes], has_format_page: bool) -> str
 # "Diagnose a log": the JavaScript engine (js/denpex-engine/, ES modules) in the hub
 
 DIAGNOSE_PAGE = "diagnose.md"
-JS_ENGINE_DIR = Path(__file__).resolve().parent.parent / "js" / "denpex-engine"
+
+
+def _js_engine_dir() -> Path:
+    """js/denpex-engine of the checkout, or its copy in an installed wheel (denpex_kb/bundle.py)."""
+    from .bundle import locate
+
+    found = locate()
+    return found.js_engine_dir if found else Path(__file__).resolve().parent / "_missing-js"
+
+
+JS_ENGINE_DIR = _js_engine_dir()
 # Classic scripts (file:// forbids ES-module scripts and fetch): the pack as data, the engine as
 # one factory function whose source the page also turns into a Blob worker.
 RULEPACK_SCRIPT = "assets/denpex/rulepack.js"

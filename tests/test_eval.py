@@ -364,3 +364,12 @@ def test_cited_cases_are_reported_apart() -> None:
     seen = ev.score(case, report, ids, frozenset({ev.thread_key(case.url)}))
     unseen = ev.score(case, report, ids, frozenset())
     assert (seen.exposure, unseen.exposure) == ("holdout, cited by kb", "holdout, never cited")
+
+
+def test_threads_seen_by_authors_count_as_cited(tmp_path: Path) -> None:
+    (tmp_path / ev.SEEN_FILE).write_text(
+        "# comment\nhttps://github.com/microsoft/DeepSpeed/issues/5 # seen in a search excerpt\n",
+        encoding="utf-8",
+    )
+    seen = ev.seen_threads([tmp_path, tmp_path / "missing"])
+    assert seen == {ev.thread_key("https://github.com/deepspeedai/DeepSpeed/issues/5")}

@@ -110,6 +110,7 @@ def test_wheel_carries_the_knowledge_base_and_what_build_needs(dists: tuple[Path
         "mkdocs.yml",
         "site_overrides/main.html",
         "docs/rule-pack-format.md",
+        "js/denpex-engine/index.js",
         "prebuilt/denpex-rules.json",
         "prebuilt/manifest.json",
         "prebuilt/index/denpex-index.json",
@@ -137,6 +138,7 @@ def test_sdist_is_complete(dists: tuple[Path, Path]) -> None:
         "kb/tags.yaml",
         "docs/api.md",
         "site_overrides/main.html",
+        "js/denpex-engine/diagnose.js",
         "tests/test_install.py",
         "tests/fixtures/kb/tags.yaml",
         "examples/fastfilewriter-rotation-enospc.log",
@@ -258,6 +260,7 @@ def test_every_command_works_from_outside_the_checkout(user, venv: Path) -> None
     hub = user("build", "--kb", str(FIXTURE_KB), "-o", "out")
     assert hub.returncode == 0, hub.stdout + hub.stderr
     assert (cwd / "out" / "site" / "entries" / "fixture-disk-full.html").is_file()
+    assert (cwd / "out" / "site" / "diagnose.html").is_file()  # the JS engine came with the wheel
     assert (cwd / "out" / "denpex-rules.json").is_file()
     assert (cwd / "out" / "index" / "denpex-index.json").is_file()
     assert sorted(p.name for p in cwd.iterdir()) == ["out", "pack.json", "run.log"]

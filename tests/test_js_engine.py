@@ -349,7 +349,7 @@ def test_js_reports_have_the_report_schema(tmp_path: Path, kb, pack) -> None:  #
     verdicts = set()
     for cid, r in reports.items():
         assert "error" not in r, (cid, r.get("error"))
-        assert r.pop("scanner") == "javascript"
-        jsonschema.validate(dict(r, scanner="re2"), schema)
+        assert r["scanner"] == "javascript"
+        jsonschema.validate(r, schema)
         verdicts.add(r["verdict"])
     assert verdicts == {"confident", "differential", "probable", "none"}

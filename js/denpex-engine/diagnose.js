@@ -189,6 +189,18 @@ function rankHypotheses(cs) {
   ]);
 }
 
+// Collateral entries that fired on a signal they list as weak: with no root cause in sight
+// they stand in for the cause the paste left out (docs/rule-pack-format.md, "Hypotheses").
+function standIns(cands) {
+  const stand = cands.filter((c) => {
+    if (c.role !== "collateral" || c.partial || c.ruledOut !== null) return false;
+    const weak = new Set(c.entry.match.weak || []);
+    for (const m of matchedOf(c)) if (weak.has(m)) return true;
+    return false;
+  });
+  return stand.length ? rankHypotheses(stand) : [];
+}
+
 // facts: Map fact name -> records
 export function diagnose(cands, facts, scoring) {
   for (const c of cands) applyFacts(c, facts);
@@ -221,7 +233,10 @@ export function diagnose(cands, facts, scoring) {
     return d("confident", root, [], others);
   }
   const pool = live.filter((c) => !c.shadowedBy);
-  if (!pool.length) return d("none", null, [], []);
+  if (!pool.length) {
+    const stand = standIns(cands);
+    return stand.length ? d("probable", null, stand.slice(0, 1), []) : d("none", null, [], []);
+  }
   const hyps = rankHypotheses(pool);
   const top = hyps[0];
   const close = hyps.slice(1).filter((c) => c.specificity >= top.specificity && related(top, c));

@@ -13,7 +13,14 @@ function ev(h, names) {
     const half = EVIDENCE_TEXT_MAX / 2;
     text = `${cpSlice(text, half)} … ${cpTail(text, half)}`;
   }
-  return { file: names[h.source], line: h.line, rank: h.rank, host: h.host, text };
+  return {
+    file: names[h.source],
+    line: h.line,
+    rank: h.rank,
+    host: h.host,
+    text,
+    rank_via: h.rank !== null && h.rankVia !== undefined ? h.rankVia : null,
+  };
 }
 
 const isFor = (o) => o.state === "holds" && (o.effect === "favour" || o.effect === "require");
@@ -110,7 +117,8 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
   const root = diag.root;
   const lead = diag.hypotheses.length ? diag.hypotheses[0] : null;
   const notes = [];
-  const collateral = candidates.filter((c) => c.role === "collateral");
+  // A collateral entry standing in as the probable cause is reported as that, not twice.
+  const collateral = candidates.filter((c) => c.role === "collateral" && !diag.hypotheses.includes(c));
   earliest(candidates.filter((c) => c.role === "root-cause" && c.first === null));
 
   const ordered = root ? [root] : [...diag.hypotheses];
@@ -158,7 +166,13 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
       }
     }
   } else {
-    if (collateral.length) {
+    const harmless = collateral.filter((c) => c.entry.match.fatal === false);
+    if (collateral.length && harmless.length === collateral.length && !unexplained.length && !lead) {
+      notes.push(
+        `Only lines that are harmless on their own were recognised (${collateral.map((c) => c.id).join(", ")}): ` +
+          "nothing in this log shows a failure. If the run did fail, its error is not in what was pasted.",
+      );
+    } else if (collateral.length) {
       notes.push(
         `No root-cause entry matched: only collateral errors (${collateral.map((c) => c.id).join(", ")}` +
           (unexplained.length
