@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,12 +84,73 @@ def ere(pattern: str) -> str:
     return pattern.replace("(?:", "(").replace(r"\d", "[0-9]")
 
 
+def rg_bytes(pattern: str) -> str:
+    """The ERE pattern for ripgrep without Unicode: a non-ASCII character becomes its UTF-8
+    bytes (inside a class, an alternative next to the class), as the byte-wise mode needs."""
+    import re
+
+    def esc(c: str) -> str:
+        return "".join(f"\\x{b:02X}" for b in c.encode()) if not c.isascii() else c
+
+    def cls(m: re.Match) -> str:
+        body = m.group(1)
+        if body.isascii():
+            return m.group(0)
+        ascii_part = "".join(c for c in body if c.isascii())
+        wide = [esc(c) for c in body if not c.isascii()]
+        return "(" + "|".join(([f"[{ascii_part}]"] if ascii_part else []) + wide) + ")"
+
+    return "".join(esc(c) for c in re.sub(r"\[([^\]]*)\]", cls, pattern))
+
+
 def timed(
     cmd: list[str], env: dict | None = None, stdin=None
 ) -> tuple[float, subprocess.CompletedProcess]:  # noqa: ANN001
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, env=env, stdin=stdin)
     return time.perf_counter() - t, p
+
+
+def cpu_timed(cmd: list[str], env: dict | None = None, stdin=None) -> tuple[float, float]:  # noqa: ANN001
+    """(wall, user + system CPU) seconds of one run: on a loaded machine the CPU time is the
+    steadier figure (waiting for a core is not counted)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, stdin=stdin)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def raw_hyperscan(pats: list[tuple[str, bool]], path: Path) -> float | None:
+    """A bare single-core Hyperscan scan of the signals over the file in 4 MiB reads (no line
+    handling at all): the ceiling `match` is compared with."""
+    try:
+        import hyperscan as hs
+    except ImportError:
+        return None
+    from denpex_kb.engine.scan import deanchor
+
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    flags = [hs.HS_FLAG_ALLOWEMPTY | (hs.HS_FLAG_CASELESS if ic else 0) for _, ic in pats]
+    exprs = [deanchor(p).encode() for p, _ in pats]
+    try:
+        db.compile(expressions=exprs, ids=list(range(len(exprs))), flags=flags)
+    except hs.error:
+        flags = [f | hs.HS_FLAG_PREFILTER for f in flags]
+        db.compile(expressions=exprs, ids=list(range(len(exprs))), flags=flags)
+    n = [0]
+
+    def on_match(*_a: object) -> None:
+        n[0] += 1
+
+    t = time.perf_counter()
+    with open(path, "rb") as f:
+        while chunk := f.read(4 << 20):
+            db.scan(chunk, match_event_handler=on_match)
+    return time.perf_counter() - t
 
 
 def peak_rss_mb(cmd: list[str], env: dict) -> float:
@@ -130,6 +192,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--kb", help="knowledge base folder (default: the bundled kb/)")
+    ap.add_argument("--skip-memory", action="store_true", help="skip the peak RSS and facts rows")
     args = ap.parse_args()
     kb = ["--kb", args.kb] if args.kb else []
     TMP.mkdir(exist_ok=True)
@@ -150,11 +213,34 @@ def main() -> None:
     print(f"log: {big} ({size / 1e9:.2f} GB)")
     subprocess.run(["cat", str(big)], stdout=subprocess.DEVNULL)  # page cache
 
+    print(f"load average before: {os.getloadavg()}")
     results: dict[str, object] = {}
-    for label, genv in (("grep -E (LC_ALL=C)", dict(env, LC_ALL="C")), ("grep -E (locale)", env)):
-        t, p = timed(["grep", "-E", "-c", "-f", str(pat_file), str(big)], env=genv)
+    tools = [
+        (
+            "grep -E (LC_ALL=C)",
+            ["grep", "-E", "-c", "-f", str(pat_file), str(big)],
+            dict(env, LC_ALL="C"),
+        ),
+        ("grep -E (locale)", ["grep", "-E", "-c", "-f", str(pat_file), str(big)], env),
+    ]
+    if shutil.which("rg"):
+        # ripgrep in its Unicode mode takes minutes on this pack (issue 15); --no-unicode is
+        # the comparable setting. -j1: one thread, as grep.
+        rg_file = TMP / "patterns.rg"
+        rg_file.write_text("\n".join(rg_bytes(ere(p)) for p in pats) + "\n")
+        rg = ["rg", "--no-unicode", "-c", "-j1", "-f", str(rg_file), str(big)]
+        tools.append(("rg --no-unicode", rg, env))
+    for label, cmd, genv in tools:
+        t, p = timed(cmd, env=genv)
         results[label] = t
         print(f"{label}: {t:.2f} s  {size / t / 1e9:.2f} GB/s  ({p.stdout.decode().strip()} lines)")
+    sig_pats = [(s["pattern"], s["ignore_case"]) for e in pack["entries"] for s in e["signals"]]
+    raw = raw_hyperscan(sig_pats, big)
+    if raw is not None:
+        results["raw hyperscan"] = raw
+        print(
+            f"raw Hyperscan scan of the {len(sig_pats)} signals, one core: {raw:.2f} s  {size / raw / 1e9:.2f} GB/s"
+        )
     scanners = ["re2"]
     try:
         import hyperscan  # noqa: F401
@@ -165,14 +251,32 @@ def main() -> None:
     for sc in scanners:
         senv = dict(env, DENPEX_KB_SCANNER=sc)
         timed(CLI + ["match", *kb, "--format", "json", str(small)], env=senv)  # warm caches
-        t, p = timed(CLI + ["match", *kb, "--format", "json", str(big)], env=senv)
-        rep = json.loads(p.stdout)
-        g = results["grep -E (LC_ALL=C)"]
-        print(
-            f"denpex-kb match [{sc}]: {t:.2f} s  {size / t / 1e9:.2f} GB/s  "
-            f"ratio vs grep -E (C) {g / t:.2f}x, vs grep -E (locale) {results['grep -E (locale)'] / t:.2f}x  "
-            f"-> {rep['root_cause']['id'] if rep['root_cause'] else None}"
-        )
+        reports = {}
+        for jobs in (1, 2) if sc == "hyperscan" else (1,):
+            cmd = CLI + ["match", *kb, "--format", "json", "--jobs", str(jobs), str(big)]
+            t, p = timed(cmd, env=senv)
+            rep = json.loads(p.stdout)
+            reports[jobs] = p.stdout
+            results[f"{sc} jobs={jobs}"] = t
+            ratios = ", ".join(
+                f"vs {k} {results[k] / t:.2f}x"
+                for k in ("grep -E (LC_ALL=C)", "grep -E (locale)", "rg --no-unicode")
+                if k in results
+            )
+            if "raw hyperscan" in results:
+                ratios += f", {results['raw hyperscan'] / t * 100:.0f}% of raw Hyperscan"
+            print(
+                f"denpex-kb match [{sc}] --jobs {jobs}: {t:.2f} s  {size / t / 1e9:.2f} GB/s  "
+                f"{ratios}  -> {rep['root_cause']['id'] if rep['root_cause'] else None}"
+            )
+        if len(reports) == 2:
+            same = reports[1] == reports[2]
+            print(
+                f"--jobs 1 -> 2: {results[f'{sc} jobs=1'] / results[f'{sc} jobs=2']:.2f}x, "
+                f"reports {'identical' if same else 'DIFFER'}"
+            )
+        if args.skip_memory:
+            continue
         m_big = peak_rss_mb(CLI + ["match", *kb, str(big)], senv)
         m_small = peak_rss_mb(CLI + ["match", *kb, str(small)], senv)
         print(
@@ -180,7 +284,8 @@ def main() -> None:
             f"(difference {abs(m_big - m_small) / m_small * 100:.1f}%)"
         )
 
-    facts_cost(pack, big, size)
+    if not args.skip_memory:
+        facts_cost(pack, big, size)
 
     tb = (ROOT / "tests" / "logs" / "oom-rank3-watchdog-rest.log").read_bytes()
     tb = (tb * (5000 // len(tb) + 1))[:5000]
@@ -189,16 +294,25 @@ def main() -> None:
     tb_file.write_bytes(tb)
     exe = str(Path(sys.executable).parent / "denpex-kb")
     timed([exe, "match", *kb, str(tb_file)], env=env)
-    cli_t, py_t = [], []
+    timed([exe, "search", *kb, "No space left on device"], env=env)  # builds the index once
+    runs: dict[str, list[tuple[float, float]]] = {"match": [], "search": [], "pass": []}
     for _ in range(args.runs):
         with open(tb_file, "rb") as f:
-            cli_t.append(timed([exe, "match", *kb, "-"], env=env, stdin=f)[0])
-        py_t.append(timed([sys.executable, "-c", "pass"])[0])
+            runs["match"].append(cpu_timed([exe, "match", *kb, "-"], env=env, stdin=f))
+        runs["search"].append(cpu_timed([exe, "search", *kb, "No space left on device"], env=env))
+        runs["pass"].append(cpu_timed([sys.executable, "-c", "pass"]))
+
+    def med(k: str, i: int) -> float:
+        return statistics.median(r[i] for r in runs[k]) * 1000
+
     print(
-        f"startup: denpex-kb match on a {len(tb)} B traceback (stdin): median "
-        f"{statistics.median(cli_t) * 1000:.0f} ms; python -c pass: median "
-        f"{statistics.median(py_t) * 1000:.0f} ms ({args.runs} runs each)"
+        f"startup ({args.runs} runs each, interleaved; median wall / median CPU): "
+        f"match on a {len(tb)} B traceback (stdin) {med('match', 0):.0f} / {med('match', 1):.0f} ms, "
+        f"search (warm) {med('search', 0):.0f} / {med('search', 1):.0f} ms, "
+        f"python -c pass {med('pass', 0):.0f} / {med('pass', 1):.0f} ms; "
+        f"match - pass: {med('match', 0) - med('pass', 0):.0f} / {med('match', 1) - med('pass', 1):.0f} ms"
     )
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

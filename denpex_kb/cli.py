@@ -498,7 +498,6 @@ def search(
     """Find the entries closest to TEXT: an error line, a traceback, or a whole log (stdin if
     TEXT is omitted or '-'). Exit 1 when nothing matches."""
     from .index import IndexError_, TextIndex, cached_index
-    from .kb import KBError
 
     if text is None or text == "-":
         if sys.stdin.isatty():
@@ -510,7 +509,11 @@ def search(
         ix = TextIndex(index_dir) if index_dir else cached_index(kb_dir)
     except IndexError_ as exc:
         raise UserError(str(exc)) from None
-    except KBError as exc:
+    except Exception as exc:
+        from .kb import KBError  # only here: importing it (JSON Schema, YAML) costs a warm search
+
+        if not isinstance(exc, KBError):
+            raise
         n = len(exc.problems)
         raise _problems(exc.problems, f"knowledge base is invalid ({n} problem(s))") from None
     try:
@@ -737,7 +740,7 @@ def _progress_streams(sources):  # noqa: ANN001, ANN202
     return LazyStreams(sources, open_source, Progress(total, sys.stderr))
 
 
-def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack) -> dict:  # noqa: ANN001
+def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack, jobs: int = 1) -> dict:  # noqa: ANN001
     import io
 
     from .engine import Source, open_source, suggest_related
@@ -745,10 +748,10 @@ def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack) -> dict: 
     if stdin_data is None and not extra:
         lazy = _progress_streams(sources)
         if lazy is None:
-            report = engine.analyse(sources)
+            report = engine.analyse(sources, jobs=jobs)
         else:
             try:
-                report = engine.analyse(sources, streams=lazy)  # type: ignore[arg-type]
+                report = engine.analyse(sources, streams=lazy, jobs=jobs)  # type: ignore[arg-type]
             finally:
                 lazy.close()
     else:
@@ -846,6 +849,13 @@ def _built_hub_url() -> str | None:
     help="With --check: run those commands here (read-only ones only), then diagnose again "
     "with their output. Never the default.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes scanning a large log file (default: one per core; 1: this process only). "
+    "The report is the same whatever the number.",
+)
 def match_cmd(
     paths: tuple[str, ...],
     kb_dir: Path | None,
@@ -854,6 +864,7 @@ def match_cmd(
     no_color: bool,
     check: bool,
     run_checks: bool,
+    jobs: int | None,
 ) -> None:
     """Find the failure in a log: files, .gz, folders of per-rank logs, or stdin ('-' or none).
 
@@ -875,7 +886,11 @@ def match_cmd(
         _info(f"rule pack {pack['content_hash']} ({len(pack['entries'])} rules)")
         engine = Engine(pack)
         stdin_data = _stdin_bytes(sources) if run_checks else None
-        report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack)
+        if jobs is None:
+            from .engine.split import default_jobs
+
+            jobs = default_jobs()
+        report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack, jobs)
         if check:
             report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
     except (InputError, RulesError) as exc:

@@ -15,12 +15,14 @@ import random
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import errortext
-from .model import Entry, KnowledgeBase
+if TYPE_CHECKING:  # the model is needed only to build an index, not to search one
+    from .model import Entry, KnowledgeBase
 
 # Bump when tokenising or the indexed fields change: cached indexes of the old form are then
 # rebuilt instead of being searched with a new query analysis.
@@ -123,25 +125,70 @@ def entry_document(entry: Entry) -> dict[str, str]:
     }
 
 
+# A file modified this recently may change again within the file system's timestamp
+# granularity without its size or times changing: its stat says nothing, so it is read.
+RACY_SECONDS = 3.0
+_FINGERPRINTS: dict[str, str] = {}  # stat signature -> content fingerprint, this process
+
+
 def kb_fingerprint(kb_dir: str | Path) -> str:
     """Content hash of a knowledge-base folder, the index format and the analysis code: the
-    cache key."""
+    cache key.
+
+    Reading and hashing every file of the knowledge base (captured logs included) on each call
+    is most of a warm `search`; so the hash is remembered per stat signature (every file's
+    path, size, inode, mtime and ctime, and the code's bytes), in this process and in the
+    per-user cache. A folder with a file modified in the last RACY_SECONDS is always hashed."""
     root = Path(kb_dir)
-    h = hashlib.sha256(INDEX_FORMAT.encode())
     # The analysis code too: an edited tokenizer must not query an index built by the old one.
     here = Path(__file__).resolve().parent
+    code = b""
     for module in ("errortext.py", "_whoosh.py", "index.py"):
         try:
-            h.update((here / module).read_bytes())
+            code += (here / module).read_bytes()
         except OSError:
             pass
+    files: list[tuple[str, Path]] = []
+    sig = hashlib.sha256(INDEX_FORMAT.encode() + b"\0" + os.fsencode(str(root.resolve())))
+    sig.update(hashlib.sha256(code).digest())
+    racy = False
+    now = time.time()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         if rel.startswith(".") or "/." in rel:
             continue
+        files.append((rel, path))
+        try:
+            st = path.stat()
+        except OSError:
+            racy = True
+            continue
+        racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
+        sig.update(f"{rel}\0{st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode())
+    key = sig.hexdigest()[:32]
+    memo = cache_dir() / "index" / f"fingerprint-{key}"
+    if not racy:
+        if key in _FINGERPRINTS:
+            return _FINGERPRINTS[key]
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            got = memo.read_text().strip()
+            if len(got) == 64 and all(c in "0123456789abcdef" for c in got):
+                _FINGERPRINTS[key] = got
+                return got
+    h = hashlib.sha256(INDEX_FORMAT.encode())
+    h.update(code)
+    for rel, path in files:
         h.update(rel.encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
+    fp = h.hexdigest()
+    if not racy:
+        _FINGERPRINTS[key] = fp
+        with contextlib.suppress(OSError):
+            from .atomic import write_file
+
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            write_file(memo, (fp + "\n").encode())
+    return fp
 
 
 @contextlib.contextmanager
@@ -227,6 +274,8 @@ class TextIndex:
         from whoosh import query as Q
         from whoosh import scoring
 
+        from . import errortext
+
         if len(text) > 2000 or text.count("\n") > 20:
             text = "\n".join(errortext.salient_lines(text))
         qterms = errortext.terms(text)[:80]
@@ -267,6 +316,8 @@ class TextIndex:
 
 def _snippet(fields: dict[str, str], qterms: set[str]) -> str:
     """The stored line sharing the most terms with the query: why this entry matched."""
+    from . import errortext
+
     best, best_score = fields["summary"], 0
     for line in [*fields["errors"].splitlines(), fields["title"], fields["summary"]]:
         score = len(qterms & set(errortext.terms(line)))
@@ -293,24 +344,41 @@ def _layers_fingerprint(roots: list[Path]) -> str:
     return hashlib.sha256(joined.encode()).hexdigest()
 
 
+def _kb_roots(kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None) -> list[Path]:
+    """kb.kb_roots without importing kb (JSON Schema, YAML): a warm search needs neither."""
+    if isinstance(kb_dir, str | Path):
+        return [Path(kb_dir)]
+    roots = [Path(r) for r in kb_dir or ()]
+    if roots:
+        return roots
+    from .bundle import BundleError, default_kb_dir
+
+    try:
+        return [default_kb_dir()]
+    except BundleError:
+        from .kb import kb_roots
+
+        return kb_roots(None)  # raises the KBError the caller reports
+
+
 def cached_index(
     kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
 ) -> TextIndex:
     """Open the index for the knowledge base at `kb_dir` (several folders: layered, as
     `kb.load_kb` does), building it into the per-user cache only when no index exists for its
     current content (never a stale one, never a rebuild)."""
-    from .kb import kb_roots, load_kb
-
     if kb_dir is None:
         prebuilt = _prebuilt_index()
         if prebuilt is not None:
             return prebuilt
-    roots = kb_roots(kb_dir)
+    roots = _kb_roots(kb_dir)
     for _ in range(3):
         fingerprint = _layers_fingerprint(roots)
         path = cache_dir() / "index" / fingerprint[:24]
         if (path / MARKER).is_file():
             return TextIndex(path)
+        from .kb import load_kb
+
         kb = load_kb(roots)
         if _layers_fingerprint(roots) != fingerprint:
             continue  # edited while we read it: what we loaded is neither version's index
@@ -368,6 +436,8 @@ def related_entries(
     honest, low confidence: 0.3 times the share of the query's terms the entry's own text
     shares (text similarity is a hint, never a diagnosis). Entries that share only generic
     words (`ValueError`, `failed`, `rank`) are not suggested at all."""
+    from . import errortext  # here, not at import: `match` imports this module on every run
+
     qterms = set(errortext.terms(text))
     if not qterms - GENERIC_TERMS:
         return []

@@ -10,9 +10,13 @@ same file other tools get.
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 from collections import defaultdict
 from typing import Any, BinaryIO
 
+from . import read, split
 from .attribute import (
     Attributor,
     ElasticParser,
@@ -27,10 +31,11 @@ from .evaluate import Hit, evaluate
 from .explain import explain
 from .facts import FactCollector
 from .normalise import Normaliser
-from .read import InputError, Source, collect_sources, iter_blocks, open_source
+from .read import Decompressed, InputError, Source, collect_sources, iter_blocks, open_source
 from .render import render_markdown, render_text
 from .rules import RulesError, load_rulepack
-from .scan import make_prefilter
+from .scan import line_finder, make_prefilter
+from .split import Prescan, prepare
 
 __all__ = [
     "MAX_HITS_PER_SIGNAL",
@@ -112,7 +117,13 @@ class Engine:
         self.banner_meta = [(b["package"], b["groups"]["version"]) for b in g["version_banners"]]
         self.boilerplate = Patterns([b["pattern"] for b in g["boilerplate"]])
         extra = [(b["pattern"], False) for b in g["version_banners"]]
-        extra += [(p, False) for p in g["elastic_summary"]["patterns"].values()]
+        # The torchelastic summary's item-start line (`[0]:`) has no literal but `]:`, which is on
+        # every rank-prefixed line: it is looked for only inside a summary section, after the
+        # section's header (a literal the scan finds), see _scan_source. Every other summary line
+        # is part of the whole-file scan.
+        es = g["elastic_summary"]["patterns"]
+        extra += [(p, False) for k, p in sorted(es.items()) if k != "item_start"]
+        self.item_start_rx = line_finder(es["item_start"])
         extra.append((WORLD_SIZE.pattern.decode(), False))
         self.fact_spec = g["facts"]
         extra += [(p, False) for p in FactCollector(self.fact_spec).patterns()]
@@ -126,15 +137,16 @@ class Engine:
             for p in g.get("process_lines", [])
             for lit in p.get("literals") or []
         ]
-        self.prefilter = make_prefilter(sig_patterns + extra, scanner)
+        self.prefilter_patterns = sig_patterns + extra
+        self.prefilter = make_prefilter(self.prefilter_patterns, scanner)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
         self.attr = Attributor(g)
         self.globals = g
 
     # ------------------------------------------------------------------------------------
-    def analyse_paths(self, paths: list[str]) -> dict[str, Any]:
-        return self.analyse(collect_sources(paths))
+    def analyse_paths(self, paths: list[str], jobs: int = 1) -> dict[str, Any]:
+        return self.analyse(collect_sources(paths), jobs=jobs)
 
     def analyse_bytes(self, data: bytes, name: str = "<text>") -> dict[str, Any]:
         import io
@@ -142,8 +154,10 @@ class Engine:
         return self.analyse([Source(name, None)], streams=[io.BytesIO(data)])
 
     def analyse(
-        self, sources: list[Source], streams: list[BinaryIO] | None = None
+        self, sources: list[Source], streams: list[BinaryIO] | None = None, jobs: int = 1
     ) -> dict[str, Any]:
+        """The report on these sources. With jobs > 1, a large regular file is scanned by that
+        many worker processes (engine.split): the same report, sooner."""
         hits: list[Hit] = []
         printed: dict[str, set[str]] = defaultdict(set)
         summary = ElasticSummary()
@@ -179,6 +193,7 @@ class Engine:
                     unexplained,
                     facts,
                     pmap,
+                    jobs,
                 )
             except InputError as exc:
                 if not src.in_folder:
@@ -311,30 +326,116 @@ class Engine:
         unexplained: list[Hit],
         facts: FactCollector,
         pmap: ProcessMap,
+        jobs: int = 1,
+    ) -> tuple[int, int]:
+        pre = self._prescan(src, stream, jobs)
+        try:
+            return self._scan_blocks(
+                si,
+                src,
+                stream,
+                hits,
+                printed,
+                summary,
+                seen_ranks,
+                world,
+                unexplained,
+                facts,
+                pmap,
+                pre,
+            )
+        finally:
+            if pre is not None:
+                pre.close()
+
+    def _prescan(self, src: Source, stream: BinaryIO, jobs: int) -> Prescan | None:
+        """Worker processes for a large regular file (not a pipe, not compressed), read from its
+        start (a progress wrapper around the file is looked through: it only counts)."""
+        if jobs <= 1 or src.path is None:
+            return None
+        inner = stream
+        if not isinstance(inner, io.BufferedReader | Decompressed):
+            inner = getattr(inner, "inner", inner)
+        if not isinstance(inner, io.BufferedReader):
+            return None
+        try:
+            st = os.fstat(inner.fileno())
+            if inner.tell() != 0:
+                return None
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size < split.SPLIT_MIN_BYTES:
+            return None
+        return Prescan(
+            str(src.path),
+            st.st_size,
+            jobs,
+            self.prefilter_patterns,
+            self.prefilter.name,
+            self.globals["ansi_escape"],
+        )
+
+    def _scan_blocks(
+        self,
+        si: int,
+        src: Source,
+        stream: BinaryIO,
+        hits: list[Hit],
+        printed: dict[str, set[str]],
+        summary: ElasticSummary,
+        seen_ranks: set[int],
+        world: list[int],
+        unexplained: list[Hit],
+        facts: FactCollector,
+        pmap: ProcessMap,
+        pre: Prescan | None,
     ) -> tuple[int, int]:
         attr = self.attr
         normalise = self.normalise
         sigset = self.sigset
         file_rank, file_kind = attr.file_rank(src.name) if src.path is not None else (None, None)
         parser = ElasticParser(self.globals, summary)
+        item_start_rx = self.item_start_rx
         rank_lines = _RankLines()
         unexplained_seen: set[tuple] = set()
         lines_before = 0
         offset = 0
         lookback = LookBack(attr, normalise)
-        for block, lo, hi in iter_blocks(stream, src.name):
-            if block.find(b"\x1b", lo, hi) != -1:
-                block = self.ansi_bytes.sub(b"", block[lo:hi])
-                lo, hi = 0, len(block)
-            if block.find(b"\x00", lo, hi) != -1:
-                block = block[lo:hi].replace(b"\x00", b"")
-                lo, hi = 0, len(block)
-            starts = self.prefilter.line_starts(block, lo, hi)
+        raw_off = 0
+        for block, lo, hi in iter_blocks(stream, src.name, read.BLOCK_SIZE):
+            rec = pre.get(raw_off, hi - lo) if pre is not None else None
+            raw_off += hi - lo
+            if rec is None or rec[5]:
+                block, lo, hi = prepare(block, lo, hi, self.ansi_bytes)
+            counts = None
+            if rec is not None:
+                starts, counts, total = rec[2], rec[3], rec[4]
+            else:
+                starts = self.prefilter.line_starts(block, lo, hi)
             cnt, cnt_pos = lines_before, lo
-            for st in starts:
-                cnt += block.count(b"\n", cnt_pos, st)
-                cnt_pos = st
+            i_st, n_st = 0, len(starts)
+            pos = lo  # the lines before pos have been handled (or were not hits)
+            while True:
+                # The next line to handle: the next hit of the scan, or, while a torchelastic
+                # summary section is open, an item-start line before it (searched only there).
+                nxt = starts[i_st] if i_st < n_st else hi
+                st = -1
+                if parser.section is not None and pos < nxt:
+                    m = item_start_rx.search(block, pos, nxt)
+                    if m is not None:
+                        st = block.rfind(b"\n", pos, m.start()) + 1 or pos
+                if st < 0:
+                    if i_st >= n_st:
+                        break
+                    st = nxt
+                    i_st += 1
+                    if counts is not None:  # the workers counted
+                        cnt, cnt_pos = lines_before + counts[i_st - 1], st
+                if cnt_pos != st:
+                    cnt += block.count(b"\n", cnt_pos, st)
+                    cnt_pos = st
                 end = block.find(b"\n", st, hi)
+                pos = end + 1 if end != -1 else hi
                 raw = block[st : end if end != -1 else hi]
                 text = normalise(raw)
                 a = attr.strip(text)
@@ -431,7 +532,10 @@ class Engine:
                         **late,
                     )
                 )
-            lines_before = cnt + block.count(b"\n", cnt_pos, hi)
+            if counts is not None:
+                lines_before += total
+            else:
+                lines_before = cnt + block.count(b"\n", cnt_pos, hi)
             rank_lines.end_block(block, lo, hi)
             lookback.end_block(block, lo, hi, offset)
             offset += hi - lo

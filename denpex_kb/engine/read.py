@@ -214,13 +214,22 @@ def open_source(src: Source) -> BinaryIO:
 
 
 def iter_blocks(
-    stream: BinaryIO, name: str, block_size: int = BLOCK_SIZE
+    stream: BinaryIO,
+    name: str,
+    block_size: int = BLOCK_SIZE,
+    carry: bytes = b"",
+    chunks: int | None = None,
 ) -> Iterator[tuple[bytes, int, int]]:
     """Regions (buffer, lo, hi) that end at a line boundary (except a cut over-long line and the
     last one). The body of each chunk read is yielded without copying; only the line that
-    straddles two chunks is joined."""
-    carry = b""
-    while True:
+    straddles two chunks is joined.
+
+    A worker scanning a piece of a file (engine.split) starts at a chunk boundary with `carry`,
+    the partial line read before it, and reads `chunks` chunks: it then sees exactly the blocks
+    a single reader sees there (the last partial line is left to the next piece)."""
+    read = 0
+    while chunks is None or read < chunks:
+        read += 1
         try:
             chunk = stream.read(block_size)
         except (OSError, EOFError, gzip.BadGzipFile, zlib.error, lzma.LZMAError) as exc:
@@ -244,5 +253,5 @@ def iter_blocks(
         if cut + 1 > lo:
             yield chunk, lo, cut + 1
         carry = chunk[cut + 1 :]
-    if carry:
+    if carry and chunks is None:
         yield carry, 0, len(carry)

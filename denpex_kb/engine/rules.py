@@ -28,6 +28,12 @@ def cache_dir() -> Path:
 MAX_RULEPACK_BYTES = 64 << 20  # the bundled pack is well under 1 MB
 
 
+# A file modified this recently may change again within the file system's timestamp
+# granularity with the same size and times: its stat says nothing, so it is read.
+RACY_SECONDS = 3.0
+_FINGERPRINTS: dict[str, str] = {}
+
+
 def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
     """Hash of the knowledge base's resolved path, every entry file (path and bytes), the tag
     list and the exporter's version.
@@ -35,14 +41,19 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
     Cheap (no YAML parsing): it decides whether a cached pack is still current. Two knowledge
     bases never share a cached pack, even with equal content. `location=False` leaves the path
     out: the prebuilt pack of a wheel is made in one folder and used from another.
-    """
-    h = hashlib.sha256()
-    h.update(f"denpex-kb {__version__}\n".encode())
+
+    Reading every entry on each `match` is remembered per stat signature (each file's size,
+    inode, mtime and ctime), in this process and in the per-user cache, unless a file was
+    modified in the last RACY_SECONDS (then it is always read)."""
+    import time
+
+    head = hashlib.sha256()
+    head.update(f"denpex-kb {__version__}\n".encode())
     if location:
-        h.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
+        head.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
     code = Path(__file__).resolve().parent.parent / "rulepack.py"
     try:
-        h.update(code.read_bytes())
+        head.update(code.read_bytes())
     except OSError:
         pass
     files = sorted(
@@ -51,6 +62,46 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
         if p.parent.name != "captured" and not p.parent.name.startswith((".", "_"))
     )
     files.append(kb_dir / "tags.yaml")
+    sig = head.copy()
+    sig.update(f"memo location={location} ".encode() + os.fsencode(str(kb_dir.resolve())) + b"\0")
+    now, racy = time.time(), False
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError:
+            sig.update(os.fsencode(str(p)) + b"\0missing\0")
+            continue
+        racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
+        sig.update(
+            os.fsencode(str(p))
+            + f"\0{st.st_mode} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode()
+        )
+    key = sig.hexdigest()[:32]
+    memo = cache_dir() / "checked" / f"kb-{key}"
+    if not racy:
+        if key in _FINGERPRINTS:
+            return _FINGERPRINTS[key]
+        try:
+            got = memo.read_text().strip()
+            if len(got) == 32 and all(c in "0123456789abcdef" for c in got):
+                _FINGERPRINTS[key] = got
+                return got
+        except (OSError, UnicodeDecodeError):
+            pass
+    fp = _content_fingerprint(kb_dir, head, files)
+    if not racy:
+        _FINGERPRINTS[key] = fp
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            tmp.write_text(fp + "\n")
+            os.replace(tmp, memo)
+        except OSError:
+            pass
+    return fp
+
+
+def _content_fingerprint(kb_dir: Path, h: Any, files: list[Path]) -> str:
     for p in files:
         try:
             if not p.is_file():  # a FIFO or device is refused by the loader, never read here
@@ -93,18 +144,44 @@ def _read_capped(path: Path, what: str) -> bytes:
     return data
 
 
+def _marker(kind: str, data: bytes) -> Path:
+    """Where a check already passed on these exact bytes is remembered ("checked" markers in
+    the per-user cache): keyed by the bytes and by the code and schemas that check them, so
+    that `match` does not import and rerun the checker (JSON Schema, the exporter) each time."""
+    h = hashlib.sha256(kind.encode() + b"\0" + __version__.encode() + b"\0")
+    h.update(hashlib.sha256(data).digest())
+    pkg = Path(__file__).resolve().parent.parent
+    for p in [pkg / "rulepack.py", pkg / "kb.py", *sorted((pkg / "schemas").glob("*.json"))]:
+        try:
+            h.update(p.read_bytes())
+        except OSError:
+            pass
+    return cache_dir() / "checked" / f"{kind}-{h.hexdigest()[:40]}"
+
+
+def _remember(marker: Path) -> None:
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # a read-only cache only costs the check next time
+
+
 def _verified(data: bytes) -> dict[str, Any] | None:
     """The cached pack if its content hash matches its content, else None (then rebuilt)."""
-    from ..rulepack import content_hash
-
     try:
         pack = json.loads(data)
     except ValueError:
         return None
     if not isinstance(pack, dict) or not isinstance(pack.get("content_hash"), str):
         return None
-    if content_hash(pack) != pack["content_hash"]:
-        return None
+    marker = _marker("hash", data)
+    if not marker.is_file():
+        from ..rulepack import content_hash
+
+        if content_hash(pack) != pack["content_hash"]:
+            return None
+        _remember(marker)
     if not isinstance(pack.get("globals"), dict) or not isinstance(pack.get("entries"), list):
         return None
     return pack
@@ -137,18 +214,24 @@ def load_rulepack(
     A pack given as a file is validated against the rule pack schema (as any consumer would). A
     pack built from a knowledge base is validated when it is built and then served from the
     cache while the knowledge base's files are unchanged; on every load its content hash is
-    checked, and a cached pack that does not match is rebuilt, never used.
+    checked, and a cached pack that does not match is rebuilt, never used. Both checks are
+    remembered per content (`_marker`): the same bytes are not checked twice.
     """
     if path is not None:
-        from ..rulepack import RulePackError, validate_pack
-
         data = _read_capped(Path(path), "rule pack")
+        marker = _marker("valid", data)
         try:
             pack = json.loads(data)
-            validate_pack(pack)
+            if not marker.is_file():  # the same bytes passed before: no JSON Schema import
+                from ..rulepack import validate_pack
+
+                validate_pack(pack)
+                _remember(marker)
         except RecursionError:
             raise RulesError(f"invalid rule pack {path}: nested too deeply") from None
         except ValueError as exc:  # JSON errors and RulePackError
+            from ..rulepack import RulePackError
+
             detail = "; ".join(exc.problems[:5]) if isinstance(exc, RulePackError) else str(exc)
             raise RulesError(f"invalid rule pack {path}: {detail}") from None
         return pack
@@ -203,7 +286,9 @@ def load_rulepack(
         if _layers_fingerprint(roots) != fingerprint:
             continue  # edited while we read it: the pack belongs to neither version
         try:
-            write_atomic(cached, dumps(pack))
+            data = dumps(pack)
+            write_atomic(cached, data)
+            _remember(_marker("hash", data))  # built and checked here: no need to recheck
         except OSError:
             pass  # a read-only or full cache is no reason to fail; we rebuild next time
         return pack

@@ -136,6 +136,17 @@ class _HyperscanPrefilter:
         return sorted({max(block.rfind(b"\n", lo, lo + max(e - 1, 0)) + 1, lo) for e in ends})
 
 
+def line_finder(pattern: str):  # noqa: ANN201 - re2._Regexp
+    """One pattern, de-anchored, for searching a region of a block (matches never span lines)."""
+    import re2
+
+    opts = re2.Options()
+    opts.never_nl = True
+    opts.log_errors = False
+    opts.never_capture = True
+    return re2.compile(deanchor(pattern).encode("utf-8"), opts)
+
+
 def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = None):  # noqa: ANN201
     """The fastest available prefilter; DENPEX_KB_SCANNER=re2|hyperscan forces one."""
     pats = [(deanchor(p), ic) for p, ic in patterns]

@@ -1,0 +1,118 @@
+"""Issue 15, start-up: a warm `match` imports no checker it does not need (JSON Schema, YAML,
+the exporter, whoosh), remembered checks are keyed by content, and the index's fingerprint
+memo never serves a stale value."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from denpex_kb import index
+from denpex_kb.engine import RulesError, load_rulepack
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = ROOT / "tests" / "logs" / "oom-rank3-watchdog-rest.log"
+HEAVY = ("jsonschema", "yaml", "whoosh", "denpex_kb.rulepack", "denpex_kb.kb")
+
+
+def _env(cache: Path) -> dict[str, str]:
+    return dict(os.environ, DENPEX_KB_CACHE=str(cache), PYTHONPATH=str(ROOT))
+
+
+def _imported_by_match(cache: Path, *args: str) -> list[str]:
+    code = (
+        "import sys, atexit\n"
+        f"heavy = {HEAVY!r}\n"
+        "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join("
+        "m for m in heavy if m in sys.modules) + '\\n'))\n"
+        "from denpex_kb.cli import main\n"
+        f"sys.argv = ['denpex-kb', 'match', *{list(args)!r}]\n"
+        "main()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(cache)
+    )
+    assert p.returncode == 0, p.stderr
+    line = [x for x in p.stderr.splitlines() if x.startswith("HEAVY=")][-1]
+    return [m for m in line[len("HEAVY=") :].split(",") if m]
+
+
+def test_warm_match_imports_no_checker(tmp_path: Path) -> None:
+    first = _imported_by_match(tmp_path, str(LOG))
+    assert "denpex_kb.rulepack" in first  # the cold run builds and checks the pack
+    assert _imported_by_match(tmp_path, str(LOG)) == []
+
+
+def test_rules_file_checked_once_per_content(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    pack_file = tmp_path / "pack.json"
+    pack_file.write_text(json.dumps(load_rulepack()))
+    assert "denpex_kb.rulepack" in _imported_by_match(cache, "--rules", str(pack_file), str(LOG))
+    assert _imported_by_match(cache, "--rules", str(pack_file), str(LOG)) == []
+    # other bytes: checked again, and an invalid pack is refused every time
+    bad = json.loads(pack_file.read_text())
+    bad["entries"][0]["match"]["all"] = ["no-such-signal"]
+    pack_file.write_text(json.dumps(bad))
+    for _ in range(2):
+        with pytest.raises(RulesError, match="unknown signal"):
+            load_rulepack(pack_file)
+
+
+def test_cached_pack_tampered_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path))
+    good = load_rulepack()
+    load_rulepack()  # remembered as checked
+    (cached,) = tmp_path.glob("rulepack-*.json")
+    doc = json.loads(cached.read_bytes())
+    doc["entries"] = doc["entries"][:1]  # content no longer matches its hash
+    cached.write_text(json.dumps(doc))
+    assert load_rulepack() == good
+
+
+def _tree(root: Path) -> None:
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "one.yaml").write_text("id: one\n")
+    (root / "tags.yaml").write_text("tags: {}\n")
+
+
+def _age(root: Path, monkeypatch, seconds: float = 3600) -> None:  # noqa: ANN001
+    """Files last modified long ago (the ctime cannot be set back: the racy window is closed
+    instead, as if it had passed)."""
+    old = time.time() - seconds
+    for p in root.rglob("*"):
+        os.utime(p, (old, old))
+    monkeypatch.setattr(index, "RACY_SECONDS", 0.0)
+
+
+def test_fingerprint_memo_equals_full_hash(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
+    kb = tmp_path / "kb"
+    _tree(kb)
+    fresh = index.kb_fingerprint(kb)  # racy (just written): hashed, not remembered
+    assert not list((tmp_path / "cache").rglob("fingerprint-*"))
+    _age(kb, monkeypatch)
+    full = index.kb_fingerprint(kb)
+    assert full == fresh
+    assert list((tmp_path / "cache").rglob("fingerprint-*"))
+    index._FINGERPRINTS.clear()
+    assert index.kb_fingerprint(kb) == full  # from the per-user memo
+
+
+def test_fingerprint_memo_sees_same_size_same_mtime_edit(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """An edit that keeps the size and puts the old mtime back still changes the ctime."""
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
+    kb = tmp_path / "kb"
+    _tree(kb)
+    _age(kb, monkeypatch)
+    before = index.kb_fingerprint(kb)
+    f = kb / "a" / "one.yaml"
+    st = f.stat()
+    f.write_text("id: two\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert index.kb_fingerprint(kb) != before
