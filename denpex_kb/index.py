@@ -166,7 +166,7 @@ def kb_fingerprint(kb_dir: str | Path) -> str:
         racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
         sig.update(f"{rel}\0{st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode())
     key = sig.hexdigest()[:32]
-    memo = cache_dir() / "index" / f"fingerprint-{key}"
+    memo = cache_dir() / "fingerprints" / f"index-{key}"  # not under index/: nothing was built
     if not racy:
         if key in _FINGERPRINTS:
             return _FINGERPRINTS[key]

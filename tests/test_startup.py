@@ -95,11 +95,11 @@ def test_fingerprint_memo_equals_full_hash(tmp_path: Path, monkeypatch) -> None:
     kb = tmp_path / "kb"
     _tree(kb)
     fresh = index.kb_fingerprint(kb)  # racy (just written): hashed, not remembered
-    assert not list((tmp_path / "cache").rglob("fingerprint-*"))
+    assert not list((tmp_path / "cache").rglob("fingerprints/index-*"))
     _age(kb, monkeypatch)
     full = index.kb_fingerprint(kb)
     assert full == fresh
-    assert list((tmp_path / "cache").rglob("fingerprint-*"))
+    assert list((tmp_path / "cache").rglob("fingerprints/index-*"))
     index._FINGERPRINTS.clear()
     assert index.kb_fingerprint(kb) == full  # from the per-user memo
 
