@@ -11,6 +11,7 @@ canonical serialisation (see `canonical_bytes`) of the pack with the `content_ha
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -558,7 +559,8 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
             "source `source` has each listed member: rank, rank_kind, host, rank_via, and time "
             "as YYYY-MM-DDTHH:MM:SS.mmm (milliseconds rounded; null: no time)."
         ),
-        "attribution": ATTRIBUTION_VECTORS,
+        # a copy: a caller that edits the vectors must not change the next export
+        "attribution": copy.deepcopy(ATTRIBUTION_VECTORS),
     }
 
 

@@ -256,3 +256,17 @@ def test_pack_page_is_the_hub_page() -> None:
     kb = load_kb(Path(__file__).parent / "fixtures" / "kb")
     for e in kb.entries:
         assert rp.page_path(e) == site.page_url(e.id)
+
+
+def test_exported_attribution_vectors_are_a_copy() -> None:
+    """A caller editing one export's vectors must not change the constant or the next export."""
+    from denpex_kb.attribution_vectors import ATTRIBUTION_VECTORS
+
+    kb = load_kb(FIXTURE)
+    pack = rp.build_pack(kb)
+    before = json.dumps(ATTRIBUTION_VECTORS, sort_keys=True)
+    first = rp.build_vectors(kb, pack)
+    first["attribution"].clear()
+    second = rp.build_vectors(kb, pack)
+    assert json.dumps(ATTRIBUTION_VECTORS, sort_keys=True) == before
+    assert second["attribution"] == ATTRIBUTION_VECTORS and second["attribution"]
