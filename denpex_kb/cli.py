@@ -895,7 +895,9 @@ def match_cmd(
             report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
     except (InputError, RulesError) as exc:
         raise UserError(str(exc)) from None
-    report = _displayable(report)
+    from .termsafe import displayable
+
+    report = displayable(report)
     code = 0 if report["verdict"] == "confident" else 1
     if fmt != "json" and not OPTS.quiet:
         from .termsafe import escape_controls
@@ -1095,19 +1097,6 @@ def fleet_cmd(
         raise UserError(str(exc)) from None
     click.echo(summary.line())
     click.echo(f"report     {paths['html'].resolve().as_uri()} (and report.md, report.json)")
-
-
-def _displayable(obj):  # noqa: ANN001, ANN202
-    """The report with file names that are not UTF-8 written as `\\xNN` (valid JSON/text)."""
-    from .termsafe import displayable_path
-
-    if isinstance(obj, str):
-        return displayable_path(obj)
-    if isinstance(obj, dict):
-        return {k: _displayable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_displayable(v) for v in obj]
-    return obj
 
 
 _LOG_DERIVED = frozenset({"text", "file", "host", "files", "notes", "warnings"})

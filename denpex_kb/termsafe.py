@@ -9,6 +9,7 @@ writes each of them as a visible `\\xNN` / `\\uNNNN` escape; a tab is kept.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # C0 except tab, DEL, C1, and the Unicode bidi embedding/override/isolate controls.
 _CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -30,3 +31,15 @@ def displayable_path(name: str) -> str:
     if not any("\udc80" <= ch <= "\udcff" for ch in name):
         return name
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def displayable(obj: Any) -> Any:
+    """A JSON-like value with every string passed through displayable_path (file names that
+    are not UTF-8 written as `\\xNN`), as `match --format json` and the fleet records print it."""
+    if isinstance(obj, str):
+        return displayable_path(obj)
+    if isinstance(obj, dict):
+        return {k: displayable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [displayable(v) for v in obj]
+    return obj

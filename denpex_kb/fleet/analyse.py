@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from .. import __version__
+from ..termsafe import displayable
 from .jobs import Job, content_hash, iso
 
 RECORD_FORMAT = "denpex-fleet-record"
@@ -39,19 +40,6 @@ def engine_for(pack: dict[str, Any]):  # noqa: ANN201 - engine.Engine
     return eng
 
 
-def _displayable(obj: Any) -> Any:
-    """As the CLI prints JSON: file names that are not UTF-8 written as `\\xNN`."""
-    from ..termsafe import displayable_path
-
-    if isinstance(obj, str):
-        return displayable_path(obj)
-    if isinstance(obj, dict):
-        return {k: _displayable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_displayable(v) for v in obj]
-    return obj
-
-
 def match_report(pack: dict[str, Any], paths: list[str], kb_dir: str | None = None) -> dict:
     """The report `denpex-kb match --format json PATHS` prints (without --check). Raises the
     engine's InputError when the paths cannot be read at all."""
@@ -63,7 +51,7 @@ def match_report(pack: dict[str, Any], paths: list[str], kb_dir: str | None = No
         suggest_related(report, kb_dir, pack=pack)
     except (OSError, IndexError_):
         report["related"] = []  # as the CLI: an unusable index cache only costs the hints
-    return _displayable(report)
+    return displayable(report)
 
 
 def analyser_id(kb_dir: str | None = None) -> str:
@@ -87,42 +75,8 @@ def _worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def error_record(job: Job, pack: dict[str, Any], analyser: str, message: str) -> dict:
-    """The record of a job whose analysis did not finish (the worker died)."""
-    return {
-        "format": RECORD_FORMAT,
-        "format_version": RECORD_FORMAT_VERSION,
-        "job": job.id,
-        "paths": list(job.paths),
-        "meta": job.meta,
-        "content_hash": None,
-        "bytes": None,
-        "cache_key": None,
-        "pack_hash": pack["content_hash"],
-        "analyser": analyser,
-        "job_time": job.time,
-        "job_time_source": "manifest" if job.time else None,
-        "analysed_at": iso(time.time()),
-        "seconds": None,
-        "worker": None,
-        "status": "error",
-        "error": message,
-        "report": None,
-    }
-
-
-def analyse_job(
-    pack: dict[str, Any],
-    job: Job,
-    kb_dir: str | None = None,
-    analyser: str = "",
-    known: frozenset[str] = frozenset(),
-) -> dict | None:
-    """The fleet record of one job, or None when `known` holds its cache key (already analysed
-    with this pack and analyser). Never raises for a bad job."""
-    from ..engine import InputError, RulesError
-
-    t0 = time.time()
+def _record(job: Job, pack: dict[str, Any], analyser: str, **fields: Any) -> dict:
+    """A fleet record with every member present (the store and the aggregates rely on it)."""
     rec: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "format_version": RECORD_FORMAT_VERSION,
@@ -138,11 +92,33 @@ def analyse_job(
         "job_time_source": "manifest" if job.time else None,
         "analysed_at": None,
         "seconds": None,
-        "worker": _worker(),
+        "worker": None,
         "status": "ok",
         "error": None,
         "report": None,
     }
+    rec.update(fields)
+    return rec
+
+
+def error_record(job: Job, pack: dict[str, Any], analyser: str, message: str) -> dict:
+    """The record of a job whose analysis did not finish (the worker died)."""
+    return _record(job, pack, analyser, analysed_at=iso(time.time()), status="error", error=message)
+
+
+def analyse_job(
+    pack: dict[str, Any],
+    job: Job,
+    kb_dir: str | None = None,
+    analyser: str = "",
+    known: frozenset[str] = frozenset(),
+) -> dict | None:
+    """The fleet record of one job, or None when `known` holds its cache key (already analysed
+    with this pack and analyser). Never raises for a bad job."""
+    from ..engine import InputError, RulesError
+
+    t0 = time.time()
+    rec = _record(job, pack, analyser, worker=_worker())
     try:
         digest, size, newest = content_hash(job)
     except OSError as exc:
