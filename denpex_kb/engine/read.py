@@ -28,6 +28,7 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Decompressed data is read in pieces this big, so a truncated archive loses at most one.
 PIECE = 1 << 16
+ZSTD_SLICE = 512  # compressed bytes per decompress call (bounds its output to 16 MiB)
 
 
 class InputError(Exception):
@@ -175,6 +176,47 @@ class Decompressed(io.RawIOBase):
             super().close()
 
 
+class _ZstdFrames(io.RawIOBase):
+    """zstd frames read one after another (`cat a.zst b.zst` and log rotators append frames).
+    zstandard's stream reader ends quietly on a cut-off frame; this one raises, so a truncated
+    file gets the same warning as a truncated .gz. Input goes in small slices because a zstd
+    block can expand 32,768-fold (an RLE block): at most ZSTD_SLICE * 32 KiB comes out at once."""
+
+    def __init__(self, raw: BinaryIO, zstandard) -> None:  # noqa: ANN001
+        self.raw = raw
+        self.dctx = zstandard.ZstdDecompressor()
+        self.dobj = self.dctx.decompressobj()
+        self.fed = False  # the current frame has consumed input
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        want = size if size is not None and size >= 0 else PIECE
+        while not self.pending:
+            chunk = self.raw.read(ZSTD_SLICE)
+            if not chunk:
+                if self.fed and not self.dobj.eof:
+                    raise EOFError("the last zstd frame is cut off")
+                return b""
+            self.pending = self._feed(chunk)
+        out, self.pending = self.pending[:want], self.pending[want:]
+        return out
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = bytearray()
+        while chunk:
+            out += self.dobj.decompress(chunk)
+            self.fed = True
+            if not self.dobj.eof:
+                break
+            chunk = self.dobj.unused_data
+            self.dobj = self.dctx.decompressobj()
+            self.fed = False
+        return bytes(out)
+
+
 def _zstd_reader(buffered: BinaryIO, name: str):  # noqa: ANN202
     try:
         import zstandard
@@ -183,7 +225,7 @@ def _zstd_reader(buffered: BinaryIO, name: str):  # noqa: ANN202
             f"{name}: zstd-compressed; reading it needs the 'zstandard' package "
             "(pip install 'denpex-kb[zstd]'), or decompress it first: zstd -dc FILE | denpex-kb match"
         ) from None
-    return zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+    return _ZstdFrames(buffered, zstandard)
 
 
 def open_source(src: Source) -> BinaryIO:
