@@ -502,6 +502,14 @@ class Engine:
                     continue
                 if not sigs or self.boilerplate.found(cb):
                     continue
+                if rank is not None:
+                    key: tuple = ("rank", rank, host if kind == "local" else None)
+                else:
+                    key = ("stream", si)
+                # Counted before the costly part (time, window line): in a hit-dense log most
+                # lines are beyond their quota and need neither.
+                if not self._keep_hit(key, sigs):
+                    continue
                 ts = self._time_of(lookback, text, block, lo, st, at, end, hi)
                 rank_line: int | None = cnt
                 if a.prefix and rank is not None and not self.window_signals.isdisjoint(sigs):
@@ -510,12 +518,6 @@ class Engine:
                         rank_line = rank_lines.index(lit, block, lo, st)
                 if rank_line is None:
                     rank_line = cnt
-                if rank is not None:
-                    key: tuple = ("rank", rank, host if kind == "local" else None)
-                else:
-                    key = ("stream", si)
-                if not self._keep_hit(key, sigs):
-                    continue
                 hits.append(
                     Hit(
                         source=si,
