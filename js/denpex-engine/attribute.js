@@ -3,7 +3,9 @@
 // rank markers, file-name ranks, process lines, weak rank markers, timestamps, torchelastic's
 // ChildFailedError summary). Spec: docs/rule-pack-format.md, "Reading a log".
 
-import { compile, matchStart, search } from "./rules.js";
+import { decode, utf8Length } from "./read.js";
+import { Normaliser } from "./normalise.js";
+import { compile, loadRulepack, matchStart, search } from "./rules.js";
 
 const MONTHS = { Jan: 1, Feb: 2, Mar: 3, Apr: 4, May: 5, Jun: 6, Jul: 7, Aug: 8, Sep: 9, Oct: 10, Nov: 11, Dec: 12 };
 export const LOOKBACK_BYTES = 8192;
@@ -350,4 +352,58 @@ function onlyOne(cands) {
     if (ofKind.length) return null;
   }
   return null;
+}
+
+// Rank, host and time of every line of every source, per "Reading a log" (the attribution
+// conformance vectors). sources: [{name (null for a stream), log}].
+export function attributeAll(pack, sources) {
+  const g = loadRulepack(pack).globals;
+  const attr = new Attributor(g);
+  const norm = new Normaliser(g.ansi_escape);
+  const pmap = new ProcessMap();
+  const summary = new ElasticSummary();
+  const out = [];
+  const pending = [];
+  for (const src of sources) {
+    const [fileRank, fileKind] = src.name !== null ? attr.fileRank(src.name) : [null, null];
+    const parser = new ElasticParser(g, summary);
+    const lookback = new LookBack(attr);
+    const lines = [];
+    const text = decode(src.log);
+    let pos = 0;
+    let offset = 0;
+    let n = 0;
+    while (pos < text.length) {
+      const nl = text.indexOf("\n", pos);
+      const end = nl === -1 ? text.length : nl;
+      const raw = norm.blockLevel(text.slice(pos, end));
+      pos = nl === -1 ? text.length : nl + 1;
+      n++;
+      const at = offset;
+      offset += utf8Length(raw) + (nl === -1 ? 0 : 1);
+      const line = norm.line(raw);
+      const a = attr.strip(line);
+      const item = parser.feed(a.content, n);
+      let { rank, kind, host, via } = a;
+      if (rank === null && fileRank !== null) [rank, kind, via] = [fileRank, fileKind, "file-name"];
+      if (rank === null && item !== null && item.rank !== null) {
+        [rank, kind, host, via] = [item.rank, "global", host || item.host, "elastic-summary"];
+      }
+      const proc = a.content ? attr.process(a.content) : null;
+      if (proc !== null) pmap.learn(proc, rank, kind, host);
+      let ts = lookback.own(line, at);
+      if (ts === null) ts = lookback.before(at);
+      const rec = { line: n, rank, rank_kind: kind, host, rank_via: via, time: formatTime(ts) };
+      lines.push(rec);
+      if (rank === null) pending.push([rec, proc, attr.weakRank(a.content)]);
+    }
+    out.push(lines);
+  }
+  pmap.learnElastic(summary);
+  for (const [rec, proc, weak] of pending) {
+    const got = proc !== null ? pmap.resolve(proc, rec.host) : null;
+    if (got !== null) [rec.rank, rec.rank_kind, rec.host, rec.rank_via] = got;
+    else if (weak !== null) [rec.rank, rec.rank_kind, rec.rank_via] = [weak, "global", "shard"];
+  }
+  return out;
 }
