@@ -32,7 +32,7 @@
   const MAX_TERMS = 10; // words sent to lunr from a long input
   const LONG_INPUT = 160; // characters: above this, a single line is distilled too
   const MAX_FOCUS = 240; // characters of the chosen line that are searched for
-  const JUDGE_TERMS = 12; // words of it a good page must hold as one run (in part)
+  const JUDGE_TERMS = 12; // words of a long or pasted line that are searched for and judged
   const KEEP_RATIO = 0.12; // results scoring below this share of the best are dropped
   const HANDOFF_KEY = "denpex-diagnose-text"; // read by denpex-diagnose.js
   const HANDOFF_HASH = "#dx-text=";
@@ -225,7 +225,8 @@
       .split(/(\s+)/)
       .map((t) => {
         const i = t.lastIndexOf("/");
-        return i >= 0 && i < t.length - 1 ? t.slice(i + 1) : t;
+        const path = i >= 0 && i < t.length - 1 && t.indexOf("/") !== i; // `[1/3]` is no path
+        return path ? t.slice(i + 1) : t;
       })
       .join("");
   }
@@ -266,6 +267,8 @@
     ws.forEach((w, i) => {
       // In text taken from a log, numbers are line numbers, pids, times and sizes.
       if (distilled && DIGITS.test(w) && ws.length > 6) return;
+      // a lone letter (`can't` -> `t`) would match every word that starts with it
+      if (w.length === 1 && !DIGITS.test(w) && ws.length > 1) return;
       if (hub.stop.has(w)) {
         if (!distilled) out.push(w); // as typed: Material's own handling of them is kept
         return;
@@ -276,7 +279,9 @@
         prefix.add(w);
       } else unknown.push(w);
     });
-    const all = [...new Set(out)];
+    // a message says what went wrong first (a command line, a list of flags may follow): the
+    // words it starts with are searched for and judged, the most distinctive of them sent
+    const all = [...new Set(out)].slice(0, distilled ? JUDGE_TERMS : undefined);
     let kept = all;
     if (kept.length > MAX_TERMS && hub.ready) {
       const best = new Set(
@@ -293,9 +298,8 @@
       raw: text,
       focus,
       words: kept,
-      // judged on the words the line starts with, in order: a message says what went wrong
-      // first (a command line, a list of flags may follow), and the hub quotes it as a line
-      terms: all.filter((w) => !hub.stop.has(w)).slice(0, JUDGE_TERMS),
+      // judged in order: the hub quotes an error line as a line
+      terms: all.filter((w) => !hub.stop.has(w)),
       prefix: [...prefix],
       unknown,
       lunr: kept.join(" "),
@@ -351,7 +355,9 @@
   function judge(q, groups) {
     const terms = q.terms || [];
     if (!hub.ready || !terms.length || !groups.length) {
-      return { groups, good: groups.length > 0 || !terms.length, best: null, scored: [] };
+      // nothing found for words the hub has, or only words it does not have
+      const none = (terms.length > 0 && !groups.length) || (!terms.length && q.unknown.length > 0);
+      return { groups, good: !none, best: null, scored: [] };
     }
     const prefix = new Set(q.prefix || []);
     const total = terms.reduce((n, w) => n + idf(w), 0);
@@ -397,7 +403,6 @@
 
   const pending = []; // prepared queries in the order sent; the worker answers in order
   let pasted = null; // {text, value}: the last paste, as pasted and as the box shows it
-  let current = null; // the prepared query of the results shown
 
   class DenpexSearchWorker extends Base {
     constructor(url, options) {
@@ -409,16 +414,22 @@
       if (this.dxSearch && message && typeof message === "object") {
         try {
           if (message.type === SETUP) setup(message.data);
-          else if (message.type === QUERY) {
-            const value = String(message.data || "");
-            const fromPaste = pasted && pasted.value === value;
-            const q = prepare(fromPaste ? pasted.text : value, { pasted: fromPaste });
-            q.value = value;
-            pending.push(q);
-            message = { type: QUERY, data: q.lunr };
-          }
         } catch (exc) {
-          console.warn("denpex-search: query left as typed:", exc);
+          console.warn("denpex-search: results will not be judged:", exc);
+        }
+        if (message.type === QUERY) {
+          let q = null;
+          try {
+            const value = String(message.data || "");
+            const fromPaste = !!pasted && pasted.value === value;
+            q = prepare(fromPaste ? pasted.text : value, { pasted: fromPaste });
+            q.value = value;
+            message = { type: QUERY, data: q.lunr };
+          } catch (exc) {
+            console.warn("denpex-search: query left as typed:", exc);
+            q = null;
+          }
+          pending.push(q); // one per query, so that results stay paired with their query
         }
       }
       return super.postMessage(message, ...rest);
@@ -443,7 +454,6 @@
           console.warn("denpex-search: results left as found:", exc);
         }
         listener.call(this, { type: "message", data: { type: RESULT, data }, target: this });
-        current = q;
         annotate(q, verdict);
       };
       return super.addEventListener(type, wrapped, options);
@@ -553,7 +563,7 @@
       );
       const b = document.createElement("button");
       b.type = "button";
-      b.className = "md-button md-button--primary dx-search-handoff";
+      b.className = "dx-search-handoff";
       b.textContent = "Diagnose the pasted text";
       const text = q.raw;
       b.addEventListener("click", () => handOff(text));
