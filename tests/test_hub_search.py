@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from test_browser import CHROMIUM_FLAGS, Offline, _chromium
@@ -26,6 +27,7 @@ from denpex_kb.kb import load_kb
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_KB = Path(os.environ.get("DENPEX_HUB_TEST_KB") or ROOT / "kb")
+ARTIFACTS = ROOT / "test-artifacts"
 
 # The queries of issue 13 that Material's query syntax broke, and the entry each must lead to.
 # `exits with return code = -9`: both pages quote the launcher's line verbatim under "What you
@@ -221,7 +223,7 @@ def _traceback_examples(kb, n: int):  # noqa: ANN001, ANN202
                     break
         if len(out) >= n:
             break
-    assert len(out) >= 3, "fewer than 3 traceback examples with a confident diagnosis"
+    assert len(out) >= min(n, 3), "too few traceback examples with a confident diagnosis"
     return out
 
 
@@ -258,6 +260,8 @@ def test_pasted_traceback_searches_its_error_line_and_hands_off_to_diagnose(
     page.evaluate("t => navigator.clipboard.writeText(t)", log)
     page.keyboard.press("Control+V")
     _answer(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "hub-search-pasted-traceback.png"))
     page.locator("button.dx-search-handoff").click()
     page.wait_for_url("**/diagnose.html*")
     page.wait_for_function(
@@ -272,3 +276,32 @@ def test_pasted_traceback_searches_its_error_line_and_hands_off_to_diagnose(
     assert session.errors == [], f"JavaScript errors: {session.errors}"
     assert session.console == [], f"console errors: {session.console}"
     assert session.blocked == [], f"requests left the machine: {session.blocked}"
+
+
+def test_enter_opens_the_first_result_shown(hub: Path, session) -> None:  # noqa: ANN001
+    """Material's Enter opens the result with the highest score: after re-ranking, that is the
+    first one shown."""
+    page = session.page
+    _open(page, hub)
+    got = _type(page, "exits with return code = -9")
+    page.locator("input.md-search__input").press("Enter")
+    page.wait_for_url(f"**/entries/{got['pages'][0]}*")
+    assert session.errors == [] and session.blocked == []
+
+
+def test_diagnose_page_takes_text_from_the_fragment(hub: Path, session, tmp_path: Path) -> None:  # noqa: ANN001
+    """Where sessionStorage is refused, the search box hands the text over in the URL fragment:
+    the page diagnoses it and drops the fragment from the address."""
+    _root, log = _traceback_examples(load_kb(REAL_KB), 1)[0]
+    page = session.page
+    url = (hub / "diagnose.html").as_uri() + "#dx-text=" + quote(log, safe="")
+    page.goto(url)
+    page.wait_for_function(
+        "() => document.getElementById('dx-diagnose')?.dataset.state === 'done'", timeout=120_000
+    )
+    assert page.input_value("#dx-paste") == log
+    assert "#" not in page.url
+    want = denpex_kb.match_text(log)
+    report = json.loads(page.text_content("#dx-report-json"))
+    assert report["root_cause"]["id"] == want.root_cause.id
+    assert session.errors == [] and session.console == [] and session.blocked == []
