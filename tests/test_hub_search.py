@@ -45,6 +45,11 @@ QUERIES: dict[str, set[str]] = {
     "line 258, in _exec_reduce_grads": {"pipeline-bf16-zero1-not-implemented"},
 }
 
+# A few typed keywords (not error text) that are all on the right pages: not a "no good match".
+KEYWORDS: dict[str, set[str]] = {
+    "fp16 overflow loss scale": {"fp16-loss-scale-at-minimum", "fp16-loss-scale-collapsing"},
+}
+
 # Error text no entry covers (no file under kb/ mentions UnicodeDecodeError), and a frame of
 # words every traceback has: the honest answer is "no good match", not a list of pages.
 NO_GOOD_MATCH = [
@@ -140,7 +145,7 @@ def _entry(name: str) -> str:
 
 def test_issue_queries_find_their_entry_or_say_no_good_match(hub: Path, session) -> None:  # noqa: ANN001
     ids = {e.id for e in load_kb(REAL_KB).entries}
-    assert set().union(*QUERIES.values()) <= ids
+    assert set().union(*QUERIES.values(), *KEYWORDS.values()) <= ids
     page = session.page
     _open(page, hub)
     for query, expected in QUERIES.items():
@@ -150,6 +155,10 @@ def test_issue_queries_find_their_entry_or_say_no_good_match(hub: Path, session)
         assert got["state"] != "no-good-match", f"{query!r}: {got['note']}"
         # no longer the whole hub: only pages that hold the line or score near the best
         assert len(got["pages"]) < 40, f"{query!r}: {len(got['pages'])} results"
+    for query, expected in KEYWORDS.items():
+        got = _type(page, query)
+        assert got["pages"] and _entry(got["pages"][0]) in expected, (query, got["pages"][:4])
+        assert got["state"] != "no-good-match", (query, got["note"])
     for query in NO_GOOD_MATCH:
         got = _type(page, query)
         assert got["state"] == "no-good-match", f"{query!r}: {got}"

@@ -348,10 +348,12 @@
   // of the query's weight (idf): the error line as the hub quotes it, not the same words
   // scattered over prose. Those pages come first, each group in lunr's order. Some page is a
   // good answer when the first holds the query, or when it holds CLEAR_SHARE of it and lunr
-  // scores it CLEAR_MARGIN times above the next page.
+  // scores it CLEAR_MARGIN times above the next page, or when a few typed keywords (at most
+  // KEYWORDS) are all on the first page.
   const RUN_SHARE = 0.6;
   const CLEAR_SHARE = 0.25;
   const CLEAR_MARGIN = 2;
+  const KEYWORDS = 4;
   function judge(q, groups) {
     const terms = q.terms || [];
     if (!hub.ready || !terms.length || !groups.length) {
@@ -364,19 +366,24 @@
     const scored = groups.map((items, i) => {
       const page = hub.pages.get(pageOf(items[0].location));
       const score = Math.max(...items.map((it) => it.score || 0));
-      if (!page) return { items, i, score, share: 0, exact: false, whole: false };
+      if (!page) return { items, i, score, share: 0, exact: false, every: false, whole: false };
       const [weight, len] = bestRun((w, p) => positions(page, w, p), terms, prefix, page.seq);
       const share = total ? weight / total : 0;
       const need = Math.min(terms.length, 2);
       const exact = len >= need && share >= RUN_SHARE - 1e-9;
-      return { items, i, score, share, exact, whole: len === terms.length };
+      const every = terms.every((w) => positions(page, w, prefix.has(w)).length > 0);
+      return { items, i, score, share, exact, every, whole: len === terms.length };
     });
     const top = Math.max(...scored.map((s) => s.score));
     scored.sort((a, b) => b.exact - a.exact || b.score - a.score || a.i - b.i);
     const best = scored[0];
     const second = scored.length > 1 ? scored[1].score : 0;
-    // or one page far ahead of the rest that holds a good part of the line
-    const good = best.exact || (best.share >= CLEAR_SHARE && best.score >= CLEAR_MARGIN * second);
+    // or one page far ahead of the rest that holds a good part of the line, or (a few
+    // keywords, typed) a page that has every one of them
+    const good =
+      best.exact ||
+      (best.share >= CLEAR_SHARE && best.score >= CLEAR_MARGIN * second) ||
+      (!q.distilled && !q.pasted && terms.length <= KEYWORDS && best.every);
     let keep = scored.filter((s) => s.exact || s.score >= KEEP_RATIO * top);
     if (!good) keep = keep.slice(0, 3);
     // Material's Enter key opens the result with the highest data-md-score: keep the scores in
