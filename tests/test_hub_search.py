@@ -314,3 +314,13 @@ def test_diagnose_page_takes_text_from_the_fragment(hub: Path, session, tmp_path
     report = json.loads(page.text_content("#dx-report-json"))
     assert report["root_cause"]["id"] == want.root_cause.id
     assert session.errors == [] and session.console == [] and session.blocked == []
+
+
+def test_deep_link_query_is_cleaned_too(hub: Path, session) -> None:  # noqa: ANN001
+    """Material's `?q=` deep link goes through the same cleaning (a link from `denpex-kb match`
+    to the hub can carry the error line as it is)."""
+    page = session.page
+    page.goto((hub / "index.html").as_uri() + "?q=" + quote("unrecognized arguments: --local_rank"))
+    got = _answer(page)
+    assert _entry(got["pages"][0]) == "script-rejects-local-rank-argument", got["pages"][:4]
+    assert session.errors == [] and session.console == [] and session.blocked == []
