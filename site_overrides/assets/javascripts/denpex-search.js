@@ -59,7 +59,7 @@
   // ------------------------------------------------------------------------------------------
   // Words
 
-  const WORD = /[\p{L}\p{N}_.]+/gu;
+  const NON_WORD = /[^\p{L}\p{N}_.]+/u;
   const DIGITS = /^[0-9]+$/;
 
   // Split text into lower-case words the way the hub's index separator does for error text:
@@ -67,18 +67,23 @@
   // `python3.10`), everything else separates.
   function words(text) {
     const out = [];
-    for (const m of String(text).matchAll(WORD)) {
-      const parts = m[0].split(".");
+    for (const t of String(text).toLowerCase().split(NON_WORD)) {
+      if (!t) continue;
+      if (!t.includes(".")) {
+        out.push(t);
+        continue;
+      }
+      const parts = t.split(".");
       let cur = "";
       for (let i = 0; i < parts.length; i++) {
         const p = parts[i];
         if (cur && i > 0 && /[0-9]$/.test(cur) && /^[0-9]/.test(p)) cur += "." + p;
         else {
-          if (cur) out.push(cur.toLowerCase());
+          if (cur) out.push(cur);
           cur = p;
         }
       }
-      if (cur) out.push(cur.toLowerCase());
+      if (cur) out.push(cur);
     }
     return out;
   }
@@ -96,7 +101,10 @@
   // ------------------------------------------------------------------------------------------
   // The hub's pages, from the documents Material hands its worker
 
+  // Built from Material's documents in slices while the browser is idle (a page that is
+  // never searched pays little), or all at once when a query needs it first.
   const hub = { ready: false, stop: STOP_WORDS, pages: new Map(), df: new Map(), vocab: [], n: 0 };
+  let todo = []; // pages whose words are not read yet
 
   function pageOf(location) {
     return String(location).split("#")[0];
@@ -107,19 +115,60 @@
     const cfg = (data && data.config) || {};
     hub.stop = (cfg.pipeline || []).includes("stopWordFilter") ? STOP_WORDS : new Set();
     hub.pages = new Map();
+    hub.df = new Map();
+    hub.ready = false;
     for (const d of docs) {
       const key = pageOf(d.location);
       let p = hub.pages.get(key);
-      if (!p) hub.pages.set(key, (p = { seq: [], set: null }));
-      // a gap between documents, so that a run never spans two of them
-      if (p.seq.length) p.seq.push("");
-      // stop words are not in the index: runs are counted without them
-      for (const w of words(htmlText(d.title) + " \n " + htmlText(d.text))) if (!hub.stop.has(w)) p.seq.push(w);
+      if (!p) hub.pages.set(key, (p = { docs: [], seq: null, set: null, pos: null }));
+      p.docs.push(d);
     }
-    hub.df = new Map();
-    for (const p of hub.pages.values()) {
-      p.set = new Set(p.seq);
-      p.set.delete("");
+    todo = [...hub.pages.values()];
+    hub.n = hub.pages.size;
+    const slice = (deadline) => {
+      while (todo.length && deadline.timeRemaining() > 2) readPage(todo.pop());
+      if (todo.length) idle(slice);
+      else finish();
+    };
+    idle(slice);
+  }
+
+  function idle(fn) {
+    if (typeof requestIdleCallback === "function") requestIdleCallback(fn, { timeout: 4000 });
+    else setTimeout(() => fn({ timeRemaining: () => 8 }), 20);
+  }
+
+  function readPage(p) {
+    const seq = [];
+    for (const d of p.docs) {
+      // a gap between documents, so that a run never spans two of them
+      if (seq.length) seq.push("");
+      // stop words are not in the index: runs are counted without them
+      for (const w of words(htmlText(d.title) + " \n " + htmlText(d.text))) if (!hub.stop.has(w)) seq.push(w);
+    }
+    p.seq = seq;
+    p.set = new Set(seq);
+    p.set.delete("");
+    for (const w of p.set) hub.df.set(w, (hub.df.get(w) || 0) + 1);
+  }
+
+  function finish() {
+    if (hub.ready) return;
+    hub.vocab = [...hub.df.keys()].sort();
+    hub.ready = true;
+  }
+
+  // Everything read now (a query arrived before the idle slices were done).
+  function ensure() {
+    if (hub.ready || !hub.pages.size) return hub.ready;
+    while (todo.length) readPage(todo.pop());
+    finish();
+    return true;
+  }
+
+  // word -> positions on the page, made when a page is first judged
+  function posOf(p) {
+    if (!p.pos) {
       p.pos = new Map();
       p.seq.forEach((w, i) => {
         if (!w) return;
@@ -127,11 +176,8 @@
         if (l) l.push(i);
         else p.pos.set(w, [i]);
       });
-      for (const w of p.set) hub.df.set(w, (hub.df.get(w) || 0) + 1);
     }
-    hub.vocab = [...hub.df.keys()].sort();
-    hub.n = hub.pages.size;
-    hub.ready = true;
+    return p.pos;
   }
 
   function idf(w) {
@@ -241,6 +287,7 @@
   //   prefix: terms that are only the start of indexed words (the user is typing one).
   function prepare(raw, opts) {
     const text = String(raw || "");
+    if (text.trim()) ensure();
     const trimmed = text.trim();
     const multiline = /[\r\n]/.test(trimmed);
     const traceback = TRACEBACK.test(text);
@@ -314,9 +361,10 @@
   // Judging and ordering what lunr found
 
   function positions(page, w, isPrefix) {
-    if (!isPrefix) return page.pos.get(w) || [];
+    const pos = posOf(page);
+    if (!isPrefix) return pos.get(w) || [];
     const out = [];
-    for (const [k, l] of page.pos) if (k.startsWith(w)) out.push(...l);
+    for (const [k, l] of pos) if (k.startsWith(w)) out.push(...l);
     return out;
   }
 
