@@ -328,12 +328,28 @@ class ElasticSummary:
         return [i for i in self.items if i.section == "root_cause"]
 
 
+# The members of globals.elastic_summary.patterns that this engine reads: a later minor version
+# of the format may add others (the compatibility policy), which it ignores.
+SUMMARY_PATTERNS = (
+    "failures_header",
+    "field_error_file",
+    "field_exitcode",
+    "field_host",
+    "field_rank",
+    "field_time",
+    "field_traceback",
+    "item_start",
+    "root_cause_header",
+    "separator",
+)
+
+
 class ElasticParser:
     """Fed the hit lines of one source in order; the summary patterns are part of the scan."""
 
     def __init__(self, g: dict[str, Any], summary: ElasticSummary) -> None:
         p = g["elastic_summary"]["patterns"]
-        self.names = sorted(p)
+        self.names = sorted(SUMMARY_PATTERNS)
         self.pats = Patterns([p[k] for k in self.names])
         self.rx = dict(zip(self.names, self.pats.rx, strict=True))
         self.summary = summary

@@ -220,11 +220,18 @@ export class ElasticSummary {
   }
 }
 
+// The members of globals.elastic_summary.patterns this engine reads: a later minor version of
+// the format may add others (the compatibility policy), which it ignores.
+export const SUMMARY_PATTERNS = [
+  "failures_header", "field_error_file", "field_exitcode", "field_host", "field_rank",
+  "field_time", "field_traceback", "item_start", "root_cause_header", "separator",
+];
+
 export class ElasticParser {
   constructor(g, summary) {
     const p = g.elastic_summary.patterns;
     this.rx = {};
-    for (const k of Object.keys(p)) this.rx[k] = compile(p[k], false, "y");
+    for (const k of SUMMARY_PATTERNS) this.rx[k] = compile(p[k], false, "y");
     this.summary = summary;
     this.section = null;
     this.current = null;

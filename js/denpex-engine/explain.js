@@ -54,7 +54,7 @@ export function candJson(c, names) {
     severity: e.severity,
     summary: e.summary,
     fix: { steps: e.fix.steps, workaround: e.fix.workaround },
-    verify: e.verify,
+    verify: { command: e.verify.command, expected: e.verify.expected },
     matched_signals: [...matched].sort(),
     versions_checked: c.unknownVersions ? "unknown" : "ok",
     shadowed_by: c.shadowedBy,
