@@ -23,6 +23,7 @@ from . import __version__
 from . import model as m
 from .attribution_vectors import ATTRIBUTION_VECTORS
 from .factspec import facts_section
+from .rule_vectors import RULE_SEMANTICS, rule_vectors
 
 FORMAT = "denpex-rulepack"
 FORMAT_VERSION = "1.3"
@@ -560,6 +561,8 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
         ),
         # a copy: a caller that edits the vectors must not change the next export
         "attribution": copy.deepcopy(ATTRIBUTION_VECTORS),
+        "rules_semantics": RULE_SEMANTICS,
+        "rules": rule_vectors(),
     }
 
 

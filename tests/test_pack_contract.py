@@ -328,3 +328,38 @@ def test_our_reports_pass_the_strict_report_schema(pack: dict) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, strict)
     jsonschema.validate(bad, load_schema("report"))
+
+
+def test_javascript_engine_reads_the_next_minor_pack_alike(pack: dict, tmp_path: Path) -> None:
+    """The second implementation, too, gives the same whole reports on the 1.(N+1) pack."""
+    import shutil
+
+    from denpex_kb.engine import collect_sources
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed", pytrace=False)
+    future, _ = next_minor_pack(pack)
+    cases = []
+    for log in LOGS:
+        srcs = collect_sources([str(log)])
+        cases.append({"id": log.name, "sources": [{"name": s.name, "path": s.name} for s in srcs]})
+    reports = {}
+    for label, p in (("now", pack), ("future", future)):
+        packf = tmp_path / f"{label}.json"
+        packf.write_bytes(rp.dumps(p))
+        manifest = tmp_path / f"{label}-manifest.json"
+        manifest.write_text(json.dumps({"pack": str(packf), "cases": cases, "full": True}))
+        proc = subprocess.run(
+            [node, str(ROOT / "js" / "denpex-engine" / "tools" / "batch.mjs"), str(manifest)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr
+        reports[label] = json.loads(proc.stdout)
+    for case in cases:
+        got, want = reports["future"][case["id"]], reports["now"][case["id"]]
+        assert "error" not in got, got
+        assert got["rulepack"]["format_version"] == future["format_version"]
+        assert _same_but_phase(got, want, future, pack), case["id"]

@@ -483,7 +483,11 @@ def attribute_all(
         lookback = LookBack(attr, normalise)
         lines: list[dict[str, Any]] = []
         pos = 0
-        for n, raw in enumerate(data.splitlines(keepends=True), 1):
+        # Lines end at \n only (step 1): bytes.splitlines would also split at a lone \r, the
+        # carriage-return progress bar that step 2 reduces to its last segment.
+        parts = data.split(b"\n")
+        raws = [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        for n, raw in enumerate(raws, 1):
             text = normalise(raw)
             a = attr.strip(text)
             item = parser.feed(a.content, n)
