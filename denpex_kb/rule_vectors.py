@@ -24,7 +24,8 @@ RULE_SEMANTICS = (
     "globals), read `sources` in order as one log (name null: a stream, no file-name rank; "
     "else a file of that name), and produce the report. Then check each member that `expect` "
     "lists: `verdict`, `root_cause` (the root cause's id or null), `initiating_rank`, "
-    "`initiating_host`, `initiating_basis` equal the report's; every id in `fired` is a "
+    "`initiating_host`, `initiating_basis` equal the report's, `consequences` the sorted ids "
+    "of the report's consequences; every id in `fired` is a "
     "candidate that is not a hypothesis; no id in `not_fired` is; for each id in "
     "`candidates`, that candidate (not a hypothesis) has the listed members: `confidence`, "
     "`specificity`, `shadowed_by`, `ranks`, `matched_signals` (sorted), `evidence_lines` (the "
@@ -47,6 +48,7 @@ def _entry(
     fatal: bool = True,
     versions: tuple[tuple[str, str], ...] = (),
     role: str = "root-cause",
+    explains: tuple[tuple[str, str], ...] = (),
 ) -> dict[str, Any]:
     """A complete pack entry (every member the pack schema requires) for a rule vector."""
     return {
@@ -77,7 +79,7 @@ def _entry(
             "versions": [{"package": p, "specifier": s} for p, s in versions],
             "weak": [],
             "facts": [],
-            "explains": [],
+            "explains": [{"id": i, "link": link} for i, link in explains],
         },
     }
 
@@ -400,6 +402,71 @@ def rule_vectors() -> list[dict[str, Any]]:
         },
     )
     add(
+        "initiating-rank-root-evidence-over-torchelastic",
+        "Initiating rank: with a root cause",
+        "The root cause's point is on rank 2; torchelastic's first observed failure is rank 3 "
+        "(exit code 1, no SIGKILL): rank 2, from the evidence.",
+        [_entry("rv-root", {"r": "rvsig rootfail"}, any_=("r",))],
+        _stream(
+            "[rank2]: rvsig rootfail",
+            *[
+                line.replace("-9 (pid: 4242)", "1 (pid: 4242)").replace(
+                    "Signal 9 (SIGKILL) received by PID 4242", "<N/A>"
+                )
+                for line in ELASTIC_SIGKILL
+            ],
+        ),
+        {
+            "root_cause": "rv-root",
+            "initiating_rank": 2,
+            "initiating_basis": "earliest-root-cause-evidence",
+        },
+    )
+    add(
+        "initiating-rank-from-the-leading-hypothesis",
+        "Initiating rank: without a root cause (earliest-hypothesis-evidence)",
+        "Only the any signal of an entry is seen (its all signal is not): a hypothesis, the "
+        "verdict probable, the rank its line's.",
+        [_entry("rv-hyp", {"h1": "rvsig hone", "h2": "rvsig htwo"}, all_=("h1",), any_=("h2",))],
+        _stream("[rank4]: rvsig htwo"),
+        {
+            "verdict": "probable",
+            "not_fired": ["rv-hyp"],
+            "initiating_rank": 4,
+            "initiating_basis": "earliest-hypothesis-evidence",
+        },
+    )
+    add(
+        "only-all-signals-is-no-hypothesis",
+        "Hypotheses: an entry that saw only all signals is not one",
+        "Only the all signal (context, such as a banner) is seen: no hypothesis, verdict none.",
+        [
+            _entry(
+                "rv-ctx", {"c1": "rvsig context", "c2": "rvsig cfail"}, all_=("c1",), any_=("c2",)
+            )
+        ],
+        _stream("rvsig context"),
+        {"verdict": "none", "not_fired": ["rv-ctx"]},
+    )
+    add(
+        "consequences-and-their-link",
+        "Diagnosis step 3: consequences",
+        "The cause explains two entries with link same-rank: the one on the cause's rank is its "
+        "consequence, the one on another rank is not.",
+        [
+            _entry(
+                "rv-cause",
+                {"c": "rvsig cause"},
+                any_=("c",),
+                explains=(("rv-effect-other", "same-rank"), ("rv-effect-same", "same-rank")),
+            ),
+            _entry("rv-effect-same", {"e": "rvsig effect one"}, any_=("e",)),
+            _entry("rv-effect-other", {"e": "rvsig effect two"}, any_=("e",)),
+        ],
+        _stream("[rank0]: rvsig cause", "[rank0]: rvsig effect one", "[rank1]: rvsig effect two"),
+        {"root_cause": "rv-cause", "consequences": ["rv-effect-same"]},
+    )
+    add(
         "boilerplate-is-never-evidence",
         "Reading a log, step 9: boilerplate",
         "The signal matches a FutureWarning line, which is boilerplate: nothing fires.",
@@ -423,6 +490,7 @@ def check_rule_vector(vector: dict[str, Any], report: dict[str, Any]) -> list[st
         "initiating_rank": report["initiating_rank"],
         "initiating_host": report["initiating_host"],
         "initiating_basis": report["initiating_basis"],
+        "consequences": sorted(c["id"] for c in report["consequences"]),
     }
     for k, have in got.items():
         if k in exp and exp[k] != have:

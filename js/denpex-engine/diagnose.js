@@ -148,11 +148,11 @@ function link(cause, effect, kind) {
 function consequences(cands) {
   const byId = new Map(cands.map((c) => [c.id, c]));
   for (const cause of cands) {
-    if (cause.ruledOut !== null || cause.partial) continue;
+    if (cause.ruledOut !== null || cause.partial || MUTATION === "explains-ignored") continue;
     for (const ex of cause.entry.match.explains || []) {
       const eff = byId.get(ex.id);
       if (!eff || eff === cause || eff.consequenceOf || eff.ruledOut !== null) continue;
-      if (link(cause, eff, ex.link || "log")) eff.consequenceOf = cause.id;
+      if (link(cause, eff, MUTATION === "explains-link-ignored" ? "log" : ex.link || "log")) eff.consequenceOf = cause.id;
     }
   }
 }

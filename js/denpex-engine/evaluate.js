@@ -178,7 +178,7 @@ function partial(e, ids, bySig, unknown) {
   const got = (s) => bySig.get(ids.get(s)) || [];
   if (MUTATION !== "none-ignored" && rule.none.some((s) => got(s).length)) return null;
   const seen = [...rule.all, ...rule.any, ...weak].filter((s) => got(s).length);
-  if (!seen.some((s) => rule.any.includes(s) || weak.includes(s))) return null;
+  if (MUTATION !== "hypothesis-from-all-only" && !seen.some((s) => rule.any.includes(s) || weak.includes(s))) return null;
   const evidence = uniqSorted(seen.flatMap((s) => got(s).slice(0, MAX_EVIDENCE_PER_SIGNAL)));
   return {
     entry: e,

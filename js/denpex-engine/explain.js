@@ -155,7 +155,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
       }
     }
     basis = "earliest-root-cause-evidence";
-    if (initRank === null && elasticRoot !== null && elasticRoot.rank !== null) {
+    if ((initRank === null || MUTATION === "init-elastic-over-evidence") && elasticRoot !== null && elasticRoot.rank !== null) {
       initRank = elasticRoot.rank;
       initHost = elasticRoot.host;
       basis = "torchelastic-first-observed-failure";
@@ -231,7 +231,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
         basis = "earliest-unrecognised-error";
       }
     }
-    if (basis === null && lead !== null && lead.first !== null) {
+    if (basis === null && lead !== null && lead.first !== null && MUTATION !== "init-hypothesis-ignored") {
       const ranked = lead.evidence.filter((h) => h.rank !== null);
       if (lead.first.rank !== null || ranked.length) {
         const h = lead.first.rank !== null ? lead.first : ranked[0];

@@ -48,6 +48,11 @@ export const MUTATIONS = {
   "init-sigkill-ignored": "a SIGKILL in the torchelastic summary does not name the initiating rank",
   "init-absent-over-unrecognised": "a rank absent from the collateral reports wins over the earliest unrecognised error",
   "init-absent-ignored": "a rank absent from the collateral reports is never the initiating rank",
+  "init-elastic-over-evidence": "with a root cause, torchelastic's first observed failure names the initiating rank",
+  "init-hypothesis-ignored": "without a root cause, the leading hypothesis's evidence never names the initiating rank",
+  "hypothesis-from-all-only": "an entry that saw only all signals becomes a hypothesis",
+  "explains-ignored": "match.explains makes no consequence",
+  "explains-link-ignored": "an explains link same-rank holds whatever the ranks (read as log)",
 };
 
 if (MUTATION !== null && !(MUTATION in MUTATIONS)) throw new Error(`unknown DENPEX_MUTATION ${MUTATION}`);

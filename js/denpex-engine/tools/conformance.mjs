@@ -69,6 +69,7 @@ export function checkRuleVector(rv) {
     initiating_rank: report.initiating_rank,
     initiating_host: report.initiating_host,
     initiating_basis: report.initiating_basis,
+    consequences: report.consequences.map((c) => c.id).sort(),
   };
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   for (const [k, have] of Object.entries(got)) if (k in exp && !same(exp[k], have)) problems.push(`${k} is ${JSON.stringify(have)}, expected ${JSON.stringify(exp[k])}`);
