@@ -237,4 +237,96 @@ ATTRIBUTION_VECTORS: list[dict[str, Any]] = [
             {"source": 0, "line": 10, "time": None},
         ],
     },
+    {
+        "name": "carriage-returns-and-ansi",
+        "description": (
+            "A line with carriage returns is what a terminal shows: its last non-blank "
+            "segment (a trailing \\r and blank segments dropped); ANSI escapes are removed "
+            "before the prefix is looked for."
+        ),
+        "provenance": (
+            "composed; a progress line redrawn with \\r as tqdm-style bars do, and a torchrun "
+            "'[rankN]:' prefix coloured with ANSI SGR escapes (ESC [ 1;31m ... ESC [ 0m)"
+        ),
+        "sources": [
+            {
+                "name": None,
+                "log": (
+                    "[rank1]: saving 10%\r[rank2]: OSError: [Errno 28] No space left on device\r\n"
+                    "[rank4]: OSError: [Errno 28] No space left on device\r   \r\n"
+                    "\x1b[1;31m[rank3]:\x1b[0m OSError: [Errno 28] No space left on device\n"
+                ),
+            }
+        ],
+        "expect": [
+            {"source": 0, "line": 1, "rank": 2, "rank_via": "prefix"},
+            {"source": 0, "line": 2, "rank": 4, "rank_via": "prefix"},
+            {"source": 0, "line": 3, "rank": 3, "rank_kind": "global", "rank_via": "prefix"},
+        ],
+    },
+    {
+        "name": "file-name-ranks",
+        "description": (
+            "Several files: torchelastic's attempt_N/R/stderr.log gives the local rank R (the "
+            "pattern has a '/': searched in the whole path), a rank-N base name the global rank "
+            "N; a rank marker in the line wins over the file name; a stream has no file-name "
+            "rank."
+        ),
+        "provenance": (
+            "composed; file names as torchelastic's log_dir layout and per-rank log files "
+            "(globals.file_name_ranks), marker as DeepSpeed's log_dist '[Rank N] '"
+        ),
+        "sources": [
+            {"name": "run/attempt_0/3/stderr.log", "log": "loading checkpoint\n"},
+            {
+                "name": "logs/train-rank-5.out",
+                "log": (
+                    "loading checkpoint\n[Rank 2] OSError: [Errno 28] No space left on device\n"
+                ),
+            },
+            {"name": None, "log": "rank7.log: loading checkpoint\n"},
+        ],
+        "expect": [
+            {"source": 0, "line": 1, "rank": 3, "rank_kind": "local", "rank_via": "file-name"},
+            {"source": 1, "line": 1, "rank": 5, "rank_kind": "global", "rank_via": "file-name"},
+            {"source": 1, "line": 2, "rank": 2, "rank_kind": "global", "rank_via": "marker"},
+            {"source": 2, "line": 1, "rank": None},
+        ],
+    },
+    {
+        "name": "torchelastic-summary-sections",
+        "description": (
+            "In a summary section, a '-' separator closes only the item: the next '[i]:' opens "
+            "an item whose lines take its rank; a '=' separator closes the section, after "
+            "which '[i]:' opens nothing."
+        ),
+        "provenance": (
+            "composed; field layout of torch.distributed.elastic's ChildFailedError summary "
+            "(globals.elastic_summary.example), items separated here by a '-' line"
+        ),
+        "sources": [
+            {
+                "name": None,
+                "log": (
+                    "Failures:\n"
+                    "[1]:\n"
+                    "  host      : node-b\n"
+                    "  rank      : 5 (local_rank: 1)\n"
+                    "  error_file: OSError: [Errno 28] No space left on device\n"
+                    "----------------------------------------\n"
+                    "[2]:\n"
+                    "  rank      : 6 (local_rank: 2)\n"
+                    "  error_file: OSError: [Errno 28] No space left on device\n"
+                    "========================================\n"
+                    "[3]:\n"
+                    "  error_file: OSError: [Errno 28] No space left on device\n"
+                ),
+            }
+        ],
+        "expect": [
+            {"source": 0, "line": 5, "rank": 5, "host": "node-b", "rank_via": "elastic-summary"},
+            {"source": 0, "line": 9, "rank": 6, "rank_via": "elastic-summary"},
+            {"source": 0, "line": 12, "rank": None},
+        ],
+    },
 ]

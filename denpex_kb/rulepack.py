@@ -16,7 +16,6 @@ import hashlib
 import json
 import re
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from . import __version__
 from . import model as m
 from .attribution_vectors import ATTRIBUTION_VECTORS
 from .factspec import facts_section
+from .rule_vectors import RULE_SEMANTICS, rule_vectors
 
 FORMAT = "denpex-rulepack"
 FORMAT_VERSION = "1.3"
@@ -561,6 +561,8 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
         ),
         # a copy: a caller that edits the vectors must not change the next export
         "attribution": copy.deepcopy(ATTRIBUTION_VECTORS),
+        "rules_semantics": RULE_SEMANTICS,
+        "rules": rule_vectors(),
     }
 
 
@@ -571,8 +573,49 @@ def build_vectors(kb: m.KnowledgeBase, pack: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def rulepack_schema() -> dict[str, Any]:
-    text = resources.files("denpex_kb.schemas").joinpath("rulepack.schema.json").read_text("utf-8")
-    return json.loads(text)
+    """The published rule pack schema: it reads every 1.x pack (open, see `denpex_kb.schemas`)."""
+    from .schemas import load_schema
+
+    return load_schema("rulepack")
+
+
+@cache
+def strict_rulepack_schema() -> dict[str, Any]:
+    """The strict form: what a pack of this version (or an older minor) must pass."""
+    from .schemas import strict_schema
+
+    return strict_schema(rulepack_schema())
+
+
+SCHEMA_ID_BASE = "https://denpex-kb.invalid/schemas/"
+
+
+def schema_id(name: str, version: str) -> str:
+    """The `$id` of the published schema `name` for format `version` (MAJOR.MINOR)."""
+    return f"{SCHEMA_ID_BASE}{name}/{version}"
+
+
+def _version_problem(pack: Any) -> tuple[str | None, bool]:
+    """(one line saying why this engine cannot read `pack` at all, or None; whether the pack
+    is of a newer minor version than this engine's, so that only the open schema applies)."""
+    if not isinstance(pack, dict):
+        return "$: a rule pack is a JSON object", False
+    if pack.get("format") != FORMAT:
+        return f"$.format: not a denpex rule pack (format is not {FORMAT!r})", False
+    ver = pack.get("format_version")
+    m_ = re.fullmatch(r"([0-9]+)\.([0-9]+)", ver) if isinstance(ver, str) else None
+    if m_ is None:
+        return f"$.format_version: {ver!r} is not MAJOR.MINOR", False
+    own_major, own_minor = (int(x) for x in FORMAT_VERSION.split("."))
+    major, minor = int(m_.group(1)), int(m_.group(2))
+    if major != own_major:
+        return (
+            f"$.format_version: rule pack format {ver} is not supported: this engine reads "
+            f"format {own_major}.x (written for {FORMAT_VERSION}); use a denpex-kb release "
+            f"that reads format {major}.x",
+            False,
+        )
+    return None, minor > own_minor
 
 
 class RulePackError(ValueError):
@@ -608,7 +651,8 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
         for i, item in enumerate(g.get(key, [])):
             out.append((f"globals.{key}[{i}].pattern", item["pattern"], False))
     for key, val in sorted(g["elastic_summary"]["patterns"].items()):
-        out.append((f"globals.elastic_summary.patterns.{key}", val, False))
+        if isinstance(val, str):  # a later minor version's non-pattern member: not ours
+            out.append((f"globals.elastic_summary.patterns.{key}", val, False))
     for i, e in enumerate(pack["entries"]):
         for j, s in enumerate(e["signals"]):
             out.append((f"entries[{i}].signals[{j}].pattern", s["pattern"], s["ignore_case"]))
@@ -616,13 +660,23 @@ def _all_patterns(pack: dict[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def validate_pack(pack: Any) -> None:
-    """Raise RulePackError unless `pack` is a valid rule pack (schema + semantic checks)."""
+    """Raise RulePackError unless `pack` is a valid rule pack (schema + semantic checks).
+
+    A pack of another major version, or not a rule pack at all, is refused with one problem
+    (one line) before the schema runs."""
     import jsonschema
 
     from .kb import compile_re2
 
+    refusal, newer_minor = _version_problem(pack)
+    if refusal is not None:
+        raise RulePackError([refusal])
     problems: list[str] = []
-    validator = jsonschema.Draft202012Validator(rulepack_schema())
+    # A pack of a later minor version may carry members and values this engine does not know
+    # (the compatibility policy): the published, open schema. Ours or older: the strict form,
+    # where an unknown member is a producer's mistake (a typo), not an addition.
+    schema = rulepack_schema() if newer_minor else strict_rulepack_schema()
+    validator = jsonschema.Draft202012Validator(schema)
     for err in sorted(validator.iter_errors(pack), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         problems.append(f"${where}: {err.message[:300]}")

@@ -18,13 +18,15 @@ from denpex_kb.cli import main
 from denpex_kb.engine import Engine
 from denpex_kb.engine.scan import deanchor, make_prefilter
 from denpex_kb.kb import load_kb
+from denpex_kb.schemas import load_schema, strict_schema
 
 HERE = Path(__file__).parent
 LOGS = HERE / "logs"
 FIXTURE = HERE / "fixtures" / "kb"
 ROOT = HERE.parent
 BUNDLED = Path(os.environ.get("DENPEX_TEST_KB") or ROOT / "kb")
-REPORT_SCHEMA = json.loads((ROOT / "denpex_kb" / "schemas" / "report.schema.json").read_text())
+# Our own reports pass the strict form (closed objects and vocabularies), not only the open one.
+REPORT_SCHEMA = strict_schema(load_schema("report"))
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 from . import read, split
 from .attribute import (
+    SUMMARY_PATTERNS,
     Attributor,
     ElasticParser,
     ElasticSummary,
@@ -103,7 +104,8 @@ class Engine:
         # section's header (a literal the scan finds), see _scan_source. Every other summary line
         # is part of the whole-file scan.
         es = g["elastic_summary"]["patterns"]
-        extra += [(p, False) for k, p in sorted(es.items()) if k != "item_start"]
+        # The summary patterns this engine knows (a later minor version may add members).
+        extra += [(es[k], False) for k in sorted(SUMMARY_PATTERNS) if k != "item_start"]
         self.item_start_rx = line_finder(es["item_start"])
         extra.append((WORLD_SIZE.pattern.decode(), False))
         self.fact_spec = g["facts"]

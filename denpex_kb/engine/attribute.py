@@ -328,12 +328,28 @@ class ElasticSummary:
         return [i for i in self.items if i.section == "root_cause"]
 
 
+# The members of globals.elastic_summary.patterns that this engine reads: a later minor version
+# of the format may add others (the compatibility policy), which it ignores.
+SUMMARY_PATTERNS = (
+    "failures_header",
+    "field_error_file",
+    "field_exitcode",
+    "field_host",
+    "field_rank",
+    "field_time",
+    "field_traceback",
+    "item_start",
+    "root_cause_header",
+    "separator",
+)
+
+
 class ElasticParser:
     """Fed the hit lines of one source in order; the summary patterns are part of the scan."""
 
     def __init__(self, g: dict[str, Any], summary: ElasticSummary) -> None:
         p = g["elastic_summary"]["patterns"]
-        self.names = sorted(p)
+        self.names = sorted(SUMMARY_PATTERNS)
         self.pats = Patterns([p[k] for k in self.names])
         self.rx = dict(zip(self.names, self.pats.rx, strict=True))
         self.summary = summary
@@ -467,7 +483,11 @@ def attribute_all(
         lookback = LookBack(attr, normalise)
         lines: list[dict[str, Any]] = []
         pos = 0
-        for n, raw in enumerate(data.splitlines(keepends=True), 1):
+        # Lines end at \n only (step 1): bytes.splitlines would also split at a lone \r, the
+        # carriage-return progress bar that step 2 reduces to its last segment.
+        parts = data.split(b"\n")
+        raws = [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        for n, raw in enumerate(raws, 1):
             text = normalise(raw)
             a = attr.strip(text)
             item = parser.feed(a.content, n)

@@ -10,6 +10,7 @@ import { compile, loadRulepack, search } from "./rules.js";
 import { evaluate } from "./evaluate.js";
 import { buildCandidates, diagnose as diagnoseCandidates } from "./diagnose.js";
 import { explain } from "./explain.js";
+import { MUTATION } from "./mutation.js";
 
 export const MAX_ACTIVE_RANK_PREFIXES = 64;
 export const MAX_UNEXPLAINED = 256;
@@ -139,6 +140,7 @@ export class Analysis {
     const content = a.content;
     const item = parser.feed(content, lineNo);
     let { rank, kind, host, via } = a;
+    if (MUTATION === "file-name-rank-before-marker" && via === "marker" && fileRank !== null) rank = null;
     if (rank === null && fileRank !== null) {
       rank = fileRank;
       kind = fileKind;
@@ -189,7 +191,7 @@ export class Analysis {
       }
       return;
     }
-    if (!sigs || this.boilerplate.some((rx) => search(rx, content) !== null)) return;
+    if (!sigs || (MUTATION !== "boilerplate-is-evidence" && this.boilerplate.some((rx) => search(rx, content) !== null))) return;
     let rankLine = lineNo - 1;
     if (a.prefix && rank !== null && sigs.some((s) => this.windowSignals.has(s))) {
       const lit = a.prefix.replace(/[\s\x1c-\x1f\x85\xa0]+$/u, "");
@@ -210,7 +212,7 @@ export class Analysis {
     this.pmap.learnElastic(this.summary);
     for (const h of [...this.hits, ...this.unexplained]) {
       if (h.rank !== null) continue;
-      const got = h.process !== null ? this.pmap.resolve(h.process, h.host) : null;
+      const got = h.process !== null && MUTATION !== "pid-map-ignored" ? this.pmap.resolve(h.process, h.host) : null;
       let rank;
       let kind;
       if (got !== null) {

@@ -6,6 +6,7 @@
 import { decode, utf8Length } from "./read.js";
 import { Normaliser } from "./normalise.js";
 import { compile, loadRulepack, matchStart, search } from "./rules.js";
+import { MUTATION } from "./mutation.js";
 
 const MONTHS = { Jan: 1, Feb: 2, Mar: 3, Apr: 4, May: 5, Jun: 6, Jul: 7, Aug: 8, Sep: 9, Oct: 10, Nov: 11, Dec: 12 };
 export const LOOKBACK_BYTES = 8192;
@@ -31,7 +32,7 @@ export class Attributor {
       level: p.level || 0,
     }));
     this.maxPrefixes = g.max_prefixes_per_line;
-    this.innermost = (g.prefix_rank || "outermost") === "innermost";
+    this.innermost = (g.prefix_rank || "outermost") === "innermost" && MUTATION !== "prefix-outermost-rank";
     this.markers = g.rank_markers.map((p) => ({ rx: compile(p.pattern), groups: p.groups }));
     this.fileRanks = g.file_name_ranks.map((p) => ({
       rx: compile(p.pattern),
@@ -69,7 +70,7 @@ export class Attributor {
       }
       if (found === null) break;
       const [m, p] = found;
-      if (p.level < level) break; // a node-level prefix inside a process-level one is text
+      if (p.level < level && MUTATION !== "prefix-levels-ignored") break; // a node-level prefix inside a process-level one is text
       level = p.level;
       if ("rank" in p.groups && (rank === null || this.innermost)) {
         rank = parseInt(m[p.groups.rank], 10);
@@ -80,7 +81,7 @@ export class Attributor {
     }
     const content = rest;
     let via = rank !== null ? "prefix" : null;
-    if (rank === null) {
+    if (rank === null && MUTATION !== "rank-marker-ignored") {
       for (const mk of this.markers) {
         const m = search(mk.rx, content);
         if (m !== null) {
@@ -95,10 +96,11 @@ export class Attributor {
   }
 
   fileRank(name) {
+    if (MUTATION === "file-name-rank-ignored") return [null, null];
     const norm = name.replaceAll("\\", "/");
     const base = norm.slice(norm.lastIndexOf("/") + 1);
     for (const f of this.fileRanks) {
-      const m = search(f.rx, f.whole ? norm : base);
+      const m = search(f.rx, f.whole && MUTATION !== "file-name-rank-base-name-only" ? norm : base);
       if (m !== null) return [parseInt(m[f.groups.rank], 10), f.kind];
     }
     return [null, null];
@@ -195,7 +197,7 @@ export class LookBack {
 
   // The line's own time, recording it; `at` is the line's byte offset.
   own(text, at) {
-    const [ts, y] = this.attr.timestamp(text, this.year);
+    const [ts, y] = this.attr.timestamp(text, MUTATION === "year-default-2000" ? null : this.year);
     if (ts !== null) {
       if (y !== null) this.year = y;
       this.last = ts;
@@ -205,7 +207,9 @@ export class LookBack {
   }
 
   before(at) {
-    if (this.last !== null && at - this.lastAt >= 0 && at - this.lastAt <= LOOKBACK_BYTES) return this.last;
+    if (MUTATION === "lookback-none") return null;
+    const bound = MUTATION === "lookback-unbounded" ? Infinity : LOOKBACK_BYTES;
+    if (this.last !== null && at - this.lastAt >= 0 && at - this.lastAt <= bound) return this.last;
     return null;
   }
 }
@@ -220,11 +224,18 @@ export class ElasticSummary {
   }
 }
 
+// The members of globals.elastic_summary.patterns this engine reads: a later minor version of
+// the format may add others (the compatibility policy), which it ignores.
+export const SUMMARY_PATTERNS = [
+  "failures_header", "field_error_file", "field_exitcode", "field_host", "field_rank",
+  "field_time", "field_traceback", "item_start", "root_cause_header", "separator",
+];
+
 export class ElasticParser {
   constructor(g, summary) {
     const p = g.elastic_summary.patterns;
     this.rx = {};
-    for (const k of Object.keys(p)) this.rx[k] = compile(p[k], false, "y");
+    for (const k of SUMMARY_PATTERNS) this.rx[k] = compile(p[k], false, "y");
     this.summary = summary;
     this.section = null;
     this.current = null;
@@ -264,7 +275,7 @@ export class ElasticParser {
       return this.current;
     }
     if (match("separator")) {
-      if (content.startsWith("=")) this.section = null;
+      if (content.startsWith("=") || MUTATION === "elastic-dash-closes-section") this.section = null;
       this.current = null;
       return null;
     }
@@ -385,6 +396,7 @@ export function attributeAll(pack, sources) {
       const a = attr.strip(line);
       const item = parser.feed(a.content, n);
       let { rank, kind, host, via } = a;
+      if (MUTATION === "file-name-rank-before-marker" && via === "marker" && fileRank !== null) rank = null;
       if (rank === null && fileRank !== null) [rank, kind, via] = [fileRank, fileKind, "file-name"];
       if (rank === null && item !== null && item.rank !== null) {
         [rank, kind, host, via] = [item.rank, "global", host || item.host, "elastic-summary"];
@@ -401,7 +413,7 @@ export function attributeAll(pack, sources) {
   }
   pmap.learnElastic(summary);
   for (const [rec, proc, weak] of pending) {
-    const got = proc !== null ? pmap.resolve(proc, rec.host) : null;
+    const got = proc !== null && MUTATION !== "pid-map-ignored" ? pmap.resolve(proc, rec.host) : null;
     if (got !== null) [rec.rank, rec.rank_kind, rec.host, rec.rank_via] = got;
     else if (weak !== null) [rec.rank, rec.rank_kind, rec.rank_via] = [weak, "global", "shard"];
   }

@@ -2,6 +2,7 @@
 // denpex_kb/engine/diagnose.py; spec: docs/rule-pack-format.md, "Score" and "Diagnosis".
 
 import { checkAll } from "./facts.js";
+import { MUTATION } from "./mutation.js";
 
 const byPos = (a, b) => a.source - b.source || a.offset - b.offset;
 
@@ -47,7 +48,9 @@ function favours(c) {
 
 export function score(c, sc) {
   const base = c.partial ? sc.partial_base : sc.base;
-  let s = base + sc.per_signal * (matchedOf(c).size - 1) + sc.fact_favour * favours(c).length;
+  let n = matchedOf(c).size;
+  if (MUTATION === "all-any-counted-twice") n += [...matchedOf(c)].filter((s) => c.entry.match.all.includes(s) && c.entry.match.any.includes(s)).length;
+  let s = base + sc.per_signal * (n - 1) + sc.fact_favour * favours(c).length;
   s = Math.min(s, sc.max);
   if (c.hasVersions && !c.unknownVersions) s += sc.version_known_bonus;
   s -= sc.version_unknown_penalty * c.unknownVersions;
@@ -108,14 +111,14 @@ function applyFacts(c, facts) {
     if (o.effect === "require" && o.state === "unknown") c.unsettled = true;
   }
   if (c.partial && favours(c).length) c.partial = false;
-  c.specificity = matchedOf(c).size + favours(c).length;
+  c.specificity = (MUTATION === "specificity-largest-firing" ? Math.max(...c.firings.map((f) => f.matched.size)) : matchedOf(c).size) + favours(c).length;
 }
 
 function shadow(cands) {
   const byId = new Map(cands.map((c) => [c.id, c]));
   for (const c of cands) {
     c.shadowedBy = null;
-    if (c.role !== "root-cause") continue;
+    if (c.role !== "root-cause" || MUTATION === "shadowing-ignored") continue;
     const better = [...c.co]
       .map((o) => byId.get(o))
       .filter((o) => o && o.role === "root-cause" && o.ruledOut === null && !o.partial && o.specificity > c.specificity);
@@ -145,11 +148,11 @@ function link(cause, effect, kind) {
 function consequences(cands) {
   const byId = new Map(cands.map((c) => [c.id, c]));
   for (const cause of cands) {
-    if (cause.ruledOut !== null || cause.partial) continue;
+    if (cause.ruledOut !== null || cause.partial || MUTATION === "explains-ignored") continue;
     for (const ex of cause.entry.match.explains || []) {
       const eff = byId.get(ex.id);
       if (!eff || eff === cause || eff.consequenceOf || eff.ruledOut !== null) continue;
-      if (link(cause, eff, ex.link || "log")) eff.consequenceOf = cause.id;
+      if (link(cause, eff, MUTATION === "explains-link-ignored" ? "log" : ex.link || "log")) eff.consequenceOf = cause.id;
     }
   }
 }
@@ -210,8 +213,8 @@ export function diagnose(cands, facts, scoring) {
   const threshold = scoring.threshold / scoring.scale;
   const live = cands.filter((c) => c.role === "root-cause" && c.ruledOut === null && c.consequenceOf === null);
   const fired = live.filter((c) => !c.partial && !c.shadowedBy);
-  const confident = fired.filter((c) => c.confidence >= threshold);
-  let root = earliest(confident.filter((c) => c.entry.match.fatal !== false));
+  const confident = fired.filter((c) => c.confidence >= threshold || MUTATION === "threshold-ignored");
+  let root = earliest(confident.filter((c) => c.entry.match.fatal !== false || MUTATION === "fatal-ignored"));
   root = root || earliest(confident);
   earliest(cands.filter((c) => c.role === "collateral"));
   const ruled = cands.filter((c) => c.ruledOut !== null);

@@ -4,6 +4,7 @@
 // signals (global signal indices), rankVia, process, weakRank}.
 
 import { parseVersion, specifierSet } from "./version.js";
+import { MUTATION } from "./mutation.js";
 
 export const MAX_EVIDENCE_PER_SIGNAL = 3;
 
@@ -19,8 +20,11 @@ export function checkVersions(conds, printed) {
       continue;
     }
     const versions = [...(printed.get(c.package) || [])].map(parseVersion).filter((v) => v !== null);
-    if (!versions.length) unknown++;
-    else if (!versions.some(spec)) return [true, unknown];
+    const ok = MUTATION === "version-prerelease-excluded" ? versions.filter((v) => v.pre === null && v.dev === null) : versions;
+    if (!versions.length) {
+      if (MUTATION === "version-unknown-fails") return [true, unknown + 1];
+      unknown++;
+    } else if (!ok.some(spec) && MUTATION !== "version-fail-ignored") return [true, unknown];
   }
   return [false, unknown];
 }
@@ -52,7 +56,7 @@ function minWindow(groups, limit) {
       lo++;
     }
   }
-  if (best === null || best[0] > limit) return null;
+  if (best === null || best[0] > limit || (MUTATION === "window-exclusive" && best[0] === limit)) return null;
   const chosen = new Map();
   for (const [, gi, h] of events.slice(best[1], best[2] + 1)) if (!chosen.has(gi)) chosen.set(gi, h);
   return [...chosen.values()];
@@ -63,6 +67,10 @@ function nearEvidence(perSignal) {
   const firsts = perSignal.map((occ) => occ[0]);
   const out = [];
   for (const occ of perSignal) {
+    if (MUTATION === "evidence-first-only") {
+      out.push(occ[0]);
+      continue;
+    }
     const chosen = occ.slice(0, MAX_EVIDENCE_PER_SIGNAL);
     for (const anchor of firsts) {
       let near = occ[0];
@@ -101,9 +109,10 @@ export function evaluate(entries, sigIndex, hits, printed) {
     if (vetoed) return;
     const before = firings.length;
     const scoped = new Map();
+    const perRank = rule.scope === "rank" ? MUTATION !== "scope-rank-log-wide" : MUTATION === "scope-log-per-rank";
     for (const [sid, gi] of ids) {
       for (const h of bySig.get(gi) || []) {
-        const key = rule.scope === "rank" ? h.key : "log";
+        const key = perRank ? h.key : "log";
         let occ = scoped.get(key);
         if (occ === undefined) scoped.set(key, (occ = new Map()));
         let l = occ.get(sid);
@@ -113,30 +122,32 @@ export function evaluate(entries, sigIndex, hits, printed) {
     }
     for (const [key, occ] of scoped) {
       const has = (s) => (occ.get(s) || []).length > 0;
-      if (rule.none.some(has)) continue;
+      if (MUTATION !== "none-ignored" && rule.none.some(has)) continue;
+      if (MUTATION === "none-log-wide" && rule.none.some(seenSig)) continue;
       if (rule.all.some((s) => !has(s))) continue;
       const presentAny = rule.any.filter(has);
       if (rule.any.length && !presentAny.length) continue;
-      const window = rule.scope === "rank" ? rule.window_lines : null;
-      const groups = rule.all.map((s) => occ.get(s).map((h) => [h.rankLine, h]));
-      if (presentAny.length) groups.push(presentAny.flatMap((s) => occ.get(s).map((h) => [h.rankLine, h])));
+      const window = rule.scope === "rank" && MUTATION !== "window-ignored" ? rule.window_lines : null;
+      const pos = MUTATION === "window-file-lines" ? (h) => h.line : (h) => h.rankLine;
+      const groups = rule.all.map((s) => occ.get(s).map((h) => [pos(h), h]));
+      if (presentAny.length) groups.push(presentAny.flatMap((s) => occ.get(s).map((h) => [pos(h), h])));
       const chosen = minWindow(groups, window);
       if (chosen === null) continue;
-      const point = chosen.reduce((a, b) => (byPos(b, a) > 0 ? b : a));
+      const point = chosen.reduce((a, b) => (MUTATION === "point-earliest-chosen" ? byPos(b, a) < 0 : byPos(b, a) > 0) ? b : a);
       const matched = new Set(rule.all);
       let evidence;
       if (window === null || window === undefined) {
         presentAny.forEach((s) => matched.add(s));
         evidence = nearEvidence([...rule.all, ...presentAny].map((s) => occ.get(s)));
       } else {
-        const lo = Math.min(...chosen.map((h) => h.rankLine));
-        const hi = Math.max(...chosen.map((h) => h.rankLine));
-        let inWin = presentAny.filter((s) => occ.get(s).some((h) => lo <= h.rankLine && h.rankLine <= hi));
+        const lo = Math.min(...chosen.map(pos));
+        const hi = Math.max(...chosen.map(pos));
+        let inWin = presentAny.filter((s) => occ.get(s).some((h) => lo <= pos(h) && pos(h) <= hi));
         if (!inWin.length) inWin = presentAny.slice(0, 1);
         inWin.forEach((s) => matched.add(s));
         evidence = [...rule.all, ...inWin]
           .flatMap((s) => occ.get(s))
-          .filter((h) => lo <= h.rankLine && h.rankLine <= hi)
+          .filter((h) => lo <= pos(h) && pos(h) <= hi)
           .slice(0, MAX_EVIDENCE_PER_SIGNAL * Math.max(1, matched.size));
         if (!evidence.length) evidence = chosen;
       }
@@ -165,9 +176,9 @@ function partial(e, ids, bySig, unknown) {
   const rule = e.match;
   const weak = rule.weak || [];
   const got = (s) => bySig.get(ids.get(s)) || [];
-  if (rule.none.some((s) => got(s).length)) return null;
+  if (MUTATION !== "none-ignored" && rule.none.some((s) => got(s).length)) return null;
   const seen = [...rule.all, ...rule.any, ...weak].filter((s) => got(s).length);
-  if (!seen.some((s) => rule.any.includes(s) || weak.includes(s))) return null;
+  if (MUTATION !== "hypothesis-from-all-only" && !seen.some((s) => rule.any.includes(s) || weak.includes(s))) return null;
   const evidence = uniqSorted(seen.flatMap((s) => got(s).slice(0, MAX_EVIDENCE_PER_SIGNAL)));
   return {
     entry: e,

@@ -3,6 +3,7 @@
 
 import { earliest, minBy, orderKey, sortBy } from "./diagnose.js";
 import { cpLength, cpSlice, cpTail, pyStrip } from "./normalise.js";
+import { MUTATION } from "./mutation.js";
 
 export const EVIDENCE_TEXT_MAX = 2000;
 export const MAX_EVIDENCE = 12;
@@ -54,14 +55,14 @@ export function candJson(c, names) {
     severity: e.severity,
     summary: e.summary,
     fix: { steps: e.fix.steps, workaround: e.fix.workaround },
-    verify: e.verify,
+    verify: { command: e.verify.command, expected: e.verify.expected },
     matched_signals: [...matched].sort(),
     versions_checked: c.unknownVersions ? "unknown" : "ok",
     shadowed_by: c.shadowedBy,
     hypothesis: c.partial,
     specificity: c.specificity,
     ranks: [...new Set(c.evidence.map((h) => h.rank).filter((r) => r !== null))].sort(numSort),
-    evidence: c.evidence.slice(0, MAX_EVIDENCE).map((h) => ev(h, names)),
+    evidence: c.evidence.slice(0, MUTATION === "evidence-no-cap" ? Infinity : MAX_EVIDENCE).map((h) => ev(h, names)),
     facts_for: c.outcomes.filter(isFor).map((o) => outcomeJson(o, names)),
     facts_against: c.outcomes.filter(isAgainst).map((o) => outcomeJson(o, names)),
     facts_unknown: c.outcomes.filter((o) => o.state === "unknown").map((o) => outcomeJson(o, names)),
@@ -140,7 +141,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
   let initHost = null;
   let basis = null;
   if (root !== null) {
-    const first = root.first;
+    const first = MUTATION === "init-first-evidence" ? root.evidence[0] : root.first;
     initRank = first.rank;
     initHost = first.host;
     if (initRank === null) {
@@ -154,7 +155,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
       }
     }
     basis = "earliest-root-cause-evidence";
-    if (initRank === null && elasticRoot !== null && elasticRoot.rank !== null) {
+    if ((initRank === null || MUTATION === "init-elastic-over-evidence") && elasticRoot !== null && elasticRoot.rank !== null) {
       initRank = elasticRoot.rank;
       initHost = elasticRoot.host;
       basis = "torchelastic-first-observed-failure";
@@ -182,7 +183,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
               "included."),
       );
     }
-    const killed = summary.items.filter((i) => i.rank !== null && (i.signal === "SIGKILL" || i.exitcode === -9));
+    const killed = summary.items.filter((i) => i.rank !== null && (i.signal === "SIGKILL" || i.exitcode === -9) && MUTATION !== "init-sigkill-ignored");
     if (killed.length) {
       const k = minBy(killed, (i) => [i.section !== "root_cause" ? 1 : 0, i.line]);
       initRank = k.rank;
@@ -209,7 +210,7 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
           `Ranks absent from the collateral reports (their own output is missing): ${absent.slice(0, 64).join(", ")}` +
             `${absent.length > 64 ? " ..." : ""}.`,
         );
-        if (initRank === null && absent.length === 1) {
+        if (initRank === null && absent.length === 1 && MUTATION !== "init-absent-ignored") {
           initRank = absent[0];
           basis = "absent-from-collateral-reports";
           if (!killed.length) notes.push(slowRankNote(absent[0]));
@@ -224,13 +225,13 @@ export function explain(diag, summary, names, worldSize, seenRanks, unexplained)
         `The earliest error no entry recognises is on ${where}: ${cpSlice(pyStrip(first.text), 300)} ` +
           `(${names[first.source]}:${first.line}). It is probably where the failure started; see the related entries, if any.`,
       );
-      if ((basis === null || basis === "absent-from-collateral-reports") && first.rank !== null) {
+      if ((basis === null || (basis === "absent-from-collateral-reports" && MUTATION !== "init-absent-over-unrecognised")) && first.rank !== null) {
         initRank = first.rank;
         initHost = first.host;
         basis = "earliest-unrecognised-error";
       }
     }
-    if (basis === null && lead !== null && lead.first !== null) {
+    if (basis === null && lead !== null && lead.first !== null && MUTATION !== "init-hypothesis-ignored") {
       const ranked = lead.evidence.filter((h) => h.rank !== null);
       if (lead.first.rank !== null || ranked.length) {
         const h = lead.first.rank !== null ? lead.first : ranked[0];

@@ -4,6 +4,7 @@
 // cap also bounds the cost of every JavaScript regex run on the line; see rules.js).
 
 import { compile } from "./rules.js";
+import { MUTATION } from "./mutation.js";
 
 export const MAX_LINE_CHARS = 64 * 1024;
 
@@ -59,7 +60,7 @@ export class Normaliser {
 
   // What the Python engine does to a whole block before splitting it: ANSI escapes, then NULs.
   blockLevel(raw) {
-    if (raw.includes("\x1b")) raw = raw.replace(this.ansi, "");
+    if (raw.includes("\x1b") && MUTATION !== "ansi-kept") raw = raw.replace(this.ansi, "");
     if (raw.includes("\x00")) raw = raw.replaceAll("\x00", "");
     return raw;
   }
@@ -70,9 +71,9 @@ export class Normaliser {
     if (text.includes("\x00")) text = text.replaceAll("\x00", "");
     if (text.includes("\r")) {
       const segs = text.split("\r").filter((s) => !BLANK.test(s));
-      text = segs.length ? segs[segs.length - 1] : "";
+      text = segs.length ? segs[MUTATION === "cr-first-segment" ? 0 : segs.length - 1] : "";
     }
-    if (text.includes("\x1b")) text = text.replace(this.ansi, "");
+    if (text.includes("\x1b") && MUTATION !== "ansi-kept") text = text.replace(this.ansi, "");
     if (text.length > MAX_LINE_CHARS) text = cpSlice(text, MAX_LINE_CHARS);
     return text;
   }

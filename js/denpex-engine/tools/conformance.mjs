@@ -1,7 +1,8 @@
 // Replay the conformance vectors (`denpex-kb export-rules --vectors`) through this engine.
 //   node conformance.mjs PACK.json VECTORS.json
-// Prints one JSON object: {vectors, attribution, failures: [{name, problems}]}; exit 1 on any
-// failure. The checks are the ones the vectors' `semantics` and `attribution_semantics` state.
+// Prints one JSON object: {vectors, attribution, rules, failures: [{name, problems}]}; exit 1
+// on any failure. The checks are the ones the vectors' `semantics`, `attribution_semantics` and
+// `rules_semantics` state.
 
 import { readFileSync } from "node:fs";
 import { attributeAll, diagnose } from "../index.js";
@@ -53,5 +54,55 @@ for (const av of vec.attribution || []) {
   }
   if (problems.length) failures.push({ name: `attribution/${av.name}`, problems });
 }
-console.log(JSON.stringify({ vectors: vec.vectors.length, attribution: (vec.attribution || []).length, failures }, null, 1));
+// Rule vectors (`rules`, semantics in `rules_semantics`): the vector's entries replace the
+// pack's, the globals stay; the listed members of `expect` are checked.
+export function checkRuleVector(rv) {
+  const rpack = { ...pack, entries: rv.entries };
+  const files = rv.sources.map((s) => ({ name: s.name === null ? "<stream>" : s.name, data: s.log, isFile: s.name !== null }));
+  const report = diagnose(rpack, files);
+  const exp = rv.expect;
+  const problems = [];
+  const fired = new Map(report.candidates.filter((c) => !c.hypothesis).map((c) => [c.id, c]));
+  const got = {
+    verdict: report.verdict,
+    root_cause: report.root_cause ? report.root_cause.id : null,
+    initiating_rank: report.initiating_rank,
+    initiating_host: report.initiating_host,
+    initiating_basis: report.initiating_basis,
+    consequences: report.consequences.map((c) => c.id).sort(),
+  };
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  for (const [k, have] of Object.entries(got)) if (k in exp && !same(exp[k], have)) problems.push(`${k} is ${JSON.stringify(have)}, expected ${JSON.stringify(exp[k])}`);
+  for (const id of exp.fired || []) if (!fired.has(id)) problems.push(`${id} did not fire`);
+  for (const id of exp.not_fired || []) if (fired.has(id)) problems.push(`${id} fired`);
+  for (const [id, want] of Object.entries(exp.candidates || {})) {
+    const c = fired.get(id);
+    if (!c) {
+      problems.push(`${id} did not fire`);
+      continue;
+    }
+    const have = {
+      confidence: c.confidence,
+      specificity: c.specificity,
+      shadowed_by: c.shadowed_by,
+      ranks: c.ranks,
+      matched_signals: [...c.matched_signals].sort(),
+      evidence_lines: c.evidence.map((e) => e.line),
+      evidence_count: c.evidence.length,
+    };
+    for (const [k, w] of Object.entries(want)) if (!same(have[k], w)) problems.push(`${id}: ${k} is ${JSON.stringify(have[k])}, expected ${JSON.stringify(w)}`);
+  }
+  return problems;
+}
+
+for (const rv of vec.rules || []) {
+  let problems;
+  try {
+    problems = checkRuleVector(rv);
+  } catch (e) {
+    problems = [`error: ${e && e.message}`];
+  }
+  if (problems.length) failures.push({ name: `rules/${rv.name}`, problems });
+}
+console.log(JSON.stringify({ vectors: vec.vectors.length, attribution: (vec.attribution || []).length, rules: (vec.rules || []).length, failures }, null, 1));
 process.exit(failures.length ? 1 : 0);
