@@ -24,7 +24,18 @@ VOID_TAGS = frozenset({"br", "hr"})
 # Elements dropped with everything inside them (their content is not text to show).
 DROP_CONTENT = frozenset({"script", "style", "iframe", "object", "embed", "template", "noscript"})
 ALLOWED_ATTRS = frozenset(
-    {"class", "id", "href", "title", "name", "open", "data-search-exclude", "colspan", "rowspan"}
+    {
+        "class",
+        "id",
+        "href",
+        "title",
+        "name",
+        "open",
+        "data-search-exclude",
+        "data-sort",  # a table cell's sort key (the catalogue)
+        "colspan",
+        "rowspan",
+    }
 )
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")

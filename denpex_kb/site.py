@@ -116,6 +116,8 @@ _BACKTICKS = re.compile(r"`+")
 # Outside code, these never reach Markdown as themselves: `<` and `&` would start raw HTML or an
 # entity, `{` and `}` an attribute list (`{ onmouseover=... }`).
 _TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", "{": "&#123;", "}": "&#125;"}
+# A list item: `- x`, `* x`, `+ x`, `1. x`, `1) x`, with its indentation.
+_LIST_ITEM = re.compile(r"^( {0,3})(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 
 
 def prose(text: str) -> str:
@@ -137,6 +139,7 @@ def prose(text: str) -> str:
             out.extend(_escape_text("\n".join(para)).split("\n"))
             para.clear()
 
+    kind = "blank"  # of the previous line: blank, text, item (a list item) or cont (in an item)
     for line in text.strip("\n").split("\n"):
         m = _FENCE.match(line)
         if in_fence:
@@ -148,11 +151,28 @@ def prose(text: str) -> str:
             flush()
             in_fence = m.group(2)
             out.append(line)
+            kind = "blank"
             continue
         if not line.strip():
             flush()
             out.append(line)
+            kind = "blank"
             continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            # Each list item is text of its own for Markdown: no code span crosses into the next.
+            flush()
+            if kind == "text":
+                # Markdown runs a list into the paragraph above unless a blank line parts them.
+                out.append("")
+            elif item.group(1) and kind in ("item", "cont"):
+                # A nested item needs four spaces; authors write two.
+                line = "    " + line.lstrip(" ")
+            kind = "item"
+        elif line.startswith(" ") and kind in ("item", "cont"):
+            kind = "cont"
+        elif kind not in ("item", "cont"):
+            kind = "text"
         para.append(line)
     flush()
     return "\n".join(out)
@@ -174,13 +194,20 @@ def _escape_text(line: str) -> str:
             ticks = run.group(0)
             close = _closing_run(line, run.end(), len(ticks))
             if close is None:
-                parts.append(ticks)  # no code span: literal backticks
+                # No code span: literal backticks, escaped so that text put next to this one
+                # (a title in a link, then a tell) cannot pair them with a backtick of its own.
+                parts.append("\\`" * len(ticks))
                 i = run.end()
             else:
                 parts.append(line[i:close])
                 i = close
             continue
-        parts.append(_TEXT_ESCAPES.get(c, c))
+        if c == "_" and ((i + 1 < n and line[i + 1] == "_") or (i and line[i - 1] == "_")):
+            parts.append("\\_")  # `__del__`, `deepspeed/__init__.py`: never bold
+        elif c == "#" and not line[line.rfind("\n", 0, i) + 1 : i].strip():
+            parts.append("\\#")  # `#795` wrapped to the start of a line: never a heading
+        else:
+            parts.append(_TEXT_ESCAPES.get(c, c))
         i += 1
     return "".join(parts)
 
@@ -324,6 +351,199 @@ def key_error_lines(entry: Entry) -> list[str]:
     return out
 
 
+# Programs a fix step's code span may start with (after `VAR=value` prefixes) to count as a
+# command to copy. A span with one word only (`dmesg`, `tmux`) names a tool, not a command.
+SHELL_COMMANDS = frozenset(
+    """accelerate apt apt-get cat cd chmod chown conda cp dcgmi deepspeed df dmesg dnf docker du
+    echo export find for git grep huggingface-cli ibstat kill llamafactory-cli ln ls lsof mamba
+    mkdir mkfs.ext4 module mount mv nvidia-smi pip pip3 python python3 rm rsync sacct sbatch
+    scontrol sed source srun ss ssh ssh-keygen ssh-keyscan sudo tar test torchrun touch ulimit
+    uv unset yum""".split()
+)
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# `not in `docker build``, `instead of `python train.py``: a span the step warns against.
+_NEGATED = re.compile(
+    r"\b(?:not|never|instead of|rather than|without|avoid|don't|do not)\b[^.;:`(]{0,20}$", re.I
+)
+# Text right before a command that says which alternative it is ("Debian/Ubuntu:", "On 0.14.3:").
+_LEAD_IN = re.compile(r"(?:^|[.;]\s)([A-Za-z][^.;`\[\]()*_<>&{}|]{0,59}:)\s*$")
+
+
+def is_shell_command(code: str) -> bool:
+    """Whether a code span of a fix step is a command to run (not a config key or an API)."""
+    code = code.strip()
+    if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=\$\(", code):  # MASTER_ADDR=$(scontrol ...)
+        return True
+    words = code.split()
+    while words and _ASSIGNMENT.match(words[0]):
+        words.pop(0)
+    return len(words) >= 2 and words[0] in SHELL_COMMANDS
+
+
+def code_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every Markdown code span of `text`, found as `prose` finds them."""
+    out: list[tuple[int, int, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            run = _BACKTICKS.match(text, i)
+            assert run is not None
+            close = _closing_run(text, run.end(), len(run.group(0)))
+            if close is None:
+                i = run.end()
+                continue
+            body = text[run.end() : close - len(run.group(0))].replace("\n", " ")
+            if body.startswith(" ") and body.endswith(" ") and body.strip():
+                body = body[1:-1]
+            out.append((i, close, body))
+            i = close
+            continue
+        i += 1
+    return out
+
+
+def step_commands(step: str) -> list[tuple[str, str]]:
+    """The commands a fix step gives, each with its lead-in ("Debian/Ubuntu:") or ""."""
+    out: list[tuple[str, str]] = []
+    prev_end = 0
+    for start, end, body in code_spans(step):
+        before = step[:start]
+        if is_shell_command(body) and not _NEGATED.search(before):
+            m = _LEAD_IN.search(step[prev_end:start])
+            out.append((m.group(1).strip() if m else "", body.strip()))
+        prev_end = end
+    return out
+
+
+def fix_at_a_glance(entry: Entry) -> str:
+    """The box under the summary: what to run (or change) and the command that proves it."""
+    b = [
+        '<div class="dx-glance" data-search-exclude markdown>\n',
+        '<p class="dx-glance-title" markdown>**Fix at a glance** '
+        "([every step explained](#how-to-fix-it))</p>\n",
+    ]
+    steps = [(i, step_commands(s)) for i, s in enumerate(entry.fix.steps, 1)]
+    steps = [(i, cmds) for i, cmds in steps if cmds]
+    for i, cmds in steps:
+        for lead, cmd in cmds:
+            label = f"Step {i}" + (f" · {inline(lead)}" if lead else "")
+            b.append(f'<p class="dx-glance-step" markdown>{label}</p>\n')
+            b.append(fence(cmd, "bash") + "\n")
+    if not steps and entry.fix.snippets:
+        for sn in entry.fix.snippets:
+            b.append(f'<p class="dx-glance-step" markdown>{inline(sn.title)}</p>\n')
+            b.append(fence(sn.code, sn.language) + "\n")
+    elif not steps and entry.fix.steps:
+        b.append('<p class="dx-glance-step" markdown>Step 1</p>\n')
+        b.append(f'<p class="dx-glance-text" markdown>{inline(entry.fix.steps[0])}</p>\n')
+    elif entry.fix.snippets:
+        n = len(entry.fix.snippets)
+        b.append(
+            f'<p class="dx-glance-more" markdown>And {n} code or config '
+            f"{'change' if n == 1 else 'changes'} under [How to fix it](#how-to-fix-it).</p>\n"
+        )
+    b.append('<p class="dx-glance-step" markdown>Verify ([what it shows](#verify-the-fix))</p>\n')
+    b.append(fence(entry.verify.command, "bash") + "\n")
+    b.append("</div>\n")
+    return "\n".join(b)
+
+
+_MD_LINK = re.compile(r"!?\[[^\]\n]*\]\([^)\n]*\)")
+_URL = re.compile(r"https?://[^\s)\]>]+")
+_ID_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+_ID_BEFORE = re.compile(r"[A-Za-z0-9_\-/.$~]")  # a char that makes the word part of a path
+_ID_AFTER = re.compile(r"[A-Za-z0-9_\-/]|\.[A-Za-z0-9]")
+
+
+def link_entry_ids(md: str, ids: Mapping[str, str], skip: str = "") -> str:
+    """Entry ids named in Markdown (as a code span holding just the id, or as a bare word) made
+    into links: `ids` maps each id to its link target. Fenced blocks, code spans holding
+    anything else, existing links, URLs and words that are part of a path are left alone, and
+    so is `skip` (the page's own id)."""
+    out: list[str] = []
+    chunk: list[str] = []
+    in_fence: str | None = None
+
+    def flush() -> None:
+        if chunk:
+            out.append(_link_ids_text("\n".join(chunk), ids, skip))
+            chunk.clear()
+
+    for line in md.split("\n"):
+        m = _FENCE.match(line)
+        if in_fence:
+            out.append(line)
+            if m and m.group(2)[0] == in_fence[0] and len(m.group(2)) >= len(in_fence):
+                in_fence = None
+            continue
+        if m:
+            flush()
+            in_fence = m.group(2)
+            out.append(line)
+            continue
+        chunk.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def _link_ids_text(text: str, ids: Mapping[str, str], skip: str) -> str:
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            parts.append(text[i : i + 2])
+            i += 2
+            continue
+        if c == "`":
+            run = _BACKTICKS.match(text, i)
+            assert run is not None
+            close = _closing_run(text, run.end(), len(run.group(0)))
+            if close is None:
+                parts.append(run.group(0))
+                i = run.end()
+                continue
+            span = text[i:close]
+            body = text[run.end() : close - len(run.group(0))].strip()
+            if body in ids and body != skip:
+                span = f"[{span}]({ids[body]})"
+            parts.append(span)
+            i = close
+            continue
+        m = _MD_LINK.match(text, i) if c in "[!" else None
+        if m is None and c == "h":
+            m = _URL.match(text, i)
+        if m is not None:
+            parts.append(m.group(0))
+            i = m.end()
+            continue
+        m = _ID_WORD.match(text, i) if c.isalnum() else None
+        if m is not None:
+            word = m.group(0)
+            before_ok = i == 0 or not _ID_BEFORE.match(text[i - 1])
+            after_ok = not _ID_AFTER.match(text, m.end())
+            if before_ok and after_ok and word in ids and word != skip:
+                parts.append(f"[{word}]({ids[word]})")
+            else:
+                parts.append(word)
+            i = m.end()
+            continue
+        if c.isalnum():  # the rest of a word that is not an id candidate
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            parts.append(text[i:j])
+            i = j
+            continue
+        parts.append(c)
+        i += 1
+    return "".join(parts)
+
+
 def _badge(text: str, kind: str, href: str | None = None) -> str:
     if href:
         return f"[{html_text(text)}]({href}){{ .dx-badge .dx-badge--{kind} }}"
@@ -333,6 +553,14 @@ def _badge(text: str, kind: str, href: str | None = None) -> str:
 def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     page = entry_path(entry.id)
     ids = {e.id for e in kb.entries}
+    targets = {e.id: relative(page, entry_path(e.id)) for e in kb.entries}
+
+    def prose_ln(text: str) -> str:  # author prose, entry ids named in it linked
+        return link_entry_ids(prose(text), targets, entry.id)
+
+    def inline_ln(text: str) -> str:  # one line of author Markdown, entry ids linked
+        return link_entry_ids(inline(text), targets, entry.id)
+
     b: list[str] = []
     add = b.append
     boost = search_boost(entry)
@@ -364,8 +592,10 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     ]
     if entry.role == "collateral":
         badges.append(_badge("collateral: a consequence, not a root cause", "collateral"))
+    add(f'<p class="dx-id">id: <code>{html_text(entry.id)}</code></p>\n')
     add('<p class="dx-badges" markdown>' + " ".join(badges) + "</p>\n")
-    add(f'<p class="dx-summary" markdown>{inline(entry.summary)}</p>\n')
+    add(f'<p class="dx-summary" markdown>{inline_ln(entry.summary)}</p>\n')
+    add(fix_at_a_glance(entry))
 
     # What you see
     # Rendered as raw HTML on purpose: a heading without an id keeps "What you see" in the
@@ -376,7 +606,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
         '<a class="headerlink" href="#what-you-see" title="Permanent link" data-search-exclude>&para;</a></h2>\n'
     )
     for s in entry.symptoms:
-        add(f"- {inline(s)}")
+        add(f"- {inline_ln(s)}")
     add("")
     lines = key_error_lines(entry)
     if lines:
@@ -385,23 +615,23 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
 
     # Why it happens
     add("## Why it happens { #why-it-happens }\n")
-    add(prose(entry.mechanism) + "\n")
+    add(prose_ln(entry.mechanism) + "\n")
     for n in entry.not_the_cause:
-        add(f'!!! warning "Not the cause: {html_text(" ".join(n.claim.split()))}"\n')
-        add(indent_block(prose(n.why)) + "\n")
+        add(f'!!! warning "Not the cause: {inline(n.claim)}"\n')
+        add(indent_block(prose_ln(n.why)) + "\n")
 
     # Affected
     add("## Affected configs and versions { #affected }\n")
     add("Needed for the failure:\n")
     for c in entry.affected.configs:
-        add(f"- {inline(c)}")
+        add(f"- {inline_ln(c)}")
     add("")
     if entry.affected.versions:
         add("| Package | Affected versions | Fixed in | How this was established |")
         add("|---|---|---|---|")
         for v in entry.affected.versions:
             fixed = code_span(v.fixed_in) if v.fixed_in else "not fixed"
-            src = inline(v.source).replace("|", "\\|")
+            src = inline_ln(v.source).replace("|", "\\|")
             add(f"| {code_span(v.package)} | {code_span(v.specifier)} | {fixed} | {src} |")
         add("")
     else:
@@ -410,31 +640,38 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     # Check it
     add("## Check it { #check-it }\n")
     for i, c in enumerate(entry.checklist, 1):
-        add(f"{i}. **{inline(c.check)}**\n")
+        add(f"{i}. **{inline_ln(c.check)}**\n")
         add(fence(c.command, "bash", "    ") + "\n")
-        add(indent_block(prose(c.shows)) + "\n")
+        add(indent_block(prose_ln(c.shows)) + "\n")
 
     # How to fix it
     add("## How to fix it { #how-to-fix-it }\n")
     for i, s in enumerate(entry.fix.steps, 1):
-        add(f"{i}. {inline(s)}")
+        add(f"{i}. {inline_ln(s)}")
     add("")
     for sn in entry.fix.snippets:
-        add(f'<p class="dx-snippet-title" markdown>**{inline(sn.title)}**</p>\n')
+        add(f'<p class="dx-snippet-title" markdown>**{inline_ln(sn.title)}**</p>\n')
         add(fence(sn.code, sn.language) + "\n")
     if entry.fix.workaround:
         add('!!! tip "Workaround when you cannot apply the fix yet"\n')
-        add(indent_block(prose(entry.fix.workaround)) + "\n")
+        add(indent_block(prose_ln(entry.fix.workaround)) + "\n")
 
     # Verify
     add("## Verify the fix { #verify-the-fix }\n")
     add(fence(entry.verify.command, "bash") + "\n")
-    add(prose(entry.verify.expected) + "\n")
+    add(prose_ln(entry.verify.expected) + "\n")
 
     # Look-alikes: not indexed for search. A tell quotes the other entry's error on purpose
     # ("an explicit Errno 28 means ..."), which would rank this page for that entry's queries.
     add("## Look-alikes { #look-alikes }\n")
-    if entry.look_alikes:
+    listed = {la.id for la in entry.look_alikes}
+    listed_by = [
+        (other, la)
+        for other in kb.entries
+        for la in other.look_alikes
+        if la.id == entry.id and other.id not in listed and other.id != entry.id
+    ]
+    if entry.look_alikes or listed_by:
         add("Same surface error, different cause. The tell:\n")
         add('<div class="dx-lookalikes" data-search-exclude markdown>\n')
         for la in entry.look_alikes:
@@ -443,7 +680,11 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
                 link = f"[{inline(other.title)}]({relative(page, entry_path(la.id))})"
             else:  # pragma: no cover - the loader rejects unknown ids
                 link = code_span(la.id)
-            add(f"- {link}: {inline(la.tell)}")
+            add(f"- {link}: {inline_ln(la.tell)}")
+        for other, la in listed_by:
+            link = f"[{inline(other.title)}]({relative(page, entry_path(other.id))})"
+            tell = link_entry_ids(inline(la.tell), targets, other.id)
+            add(f"- {link} lists this entry as a look-alike. Its tell, from that page: {tell}")
         add("\n</div>\n")
     else:
         add("No known look-alikes.\n")
@@ -458,7 +699,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
             else ("required" if s.id in entry.match.all else "any-of")
         )
         flags = ", case-insensitive" if s.ignore_case else ""
-        add(f"- {code_span(s.id)} ({role}{flags}): {inline(s.description)}\n")
+        add(f"- {code_span(s.id)} ({role}{flags}): {inline_ln(s.description)}\n")
         add(fence(s.pattern, "text", "    ") + "\n")
         add(indent_block(_source_text(s.source)) + "\n")
 
@@ -471,9 +712,9 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
         add(f'??? example "{html_text(label)}"\n')
         body: list[str] = []
         if ex.description:
-            body.append(prose(ex.description) + "\n")
+            body.append(prose_ln(ex.description) + "\n")
         if ex.source:
-            body.append(f"Source: {inline(ex.source)}\n")
+            body.append(f"Source: {inline_ln(ex.source)}\n")
         if ex.expect_top:
             target = (
                 f"[{code_span(ex.expect_top)}]({relative(page, entry_path(ex.expect_top))})"
@@ -501,7 +742,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     # References
     add("## References { #references }\n")
     for r in entry.references:
-        note = f": {inline(r.note)}" if r.note else ""
+        note = f": {inline_ln(r.note)}" if r.note else ""
         add(f"- [{inline(r.title)}]({r.url}) ({r.kind}){note}")
     add("")
 
@@ -616,6 +857,10 @@ def home_page(kb: KnowledgeBase, has_rulepack: bool, has_diagnose: bool = False)
         "- [By failure class](classes.md): crash, hang, data integrity, resource exhaustion..."
     )
     b.append("- [By tag](tags.md): errno names, features, launchers.")
+    b.append(
+        f"- [Catalogue]({CATALOGUE_PAGE}): every entry in one table, sortable by id, phase, "
+        "class, severity or affected versions."
+    )
     if has_rulepack:
         b.append("- [Rule pack](rule-pack.md): the same failures as JSON rules for your own tools.")
     b.append(f"- [Write an entry]({WRITE_AN_ENTRY}): add the failure that cost you a night.")
@@ -680,6 +925,63 @@ def classes_page(kb: KnowledgeBase) -> str:
             b.append(_entry_row(e, page))
         b.append("")
     return "\n".join(b).rstrip() + "\n"
+
+
+CATALOGUE_PAGE = "catalogue.md"
+# The script that sorts the catalogue's table (site_overrides/, loaded by main.html on pages
+# whose front matter sets denpex_catalogue).
+SORT_SCRIPT = "assets/tables/sort.js"
+
+
+def catalogue_page(kb: KnowledgeBase) -> str:
+    """Every entry in one table (id, title, phase, class, severity, affected versions), sorted
+    by phase then severity; the page's script sorts it by any column. Without the script it is
+    a plain table in that order."""
+    page = CATALOGUE_PAGE
+    n = len(kb.entries)
+    b = [
+        front_matter({"title": "Catalogue", "search": {"exclude": True}, "denpex_catalogue": True}),
+        "# Catalogue\n",
+        f"Every entry of the knowledge base ({n}) in one table. Click a column heading to sort "
+        "by it, click again to reverse. Affected versions are the package ranges an entry "
+        "applies to; *any version* means the failure does not depend on one.\n",
+        '<div class="dx-catalogue-wrap" markdown="1">',
+        '<table class="dx-catalogue dx-sortable" markdown="1">',
+        "<thead><tr><th>Id</th><th>Title</th><th>Phase</th><th>Class</th><th>Severity</th>"
+        "<th>Affected versions</th></tr></thead>",
+        '<tbody markdown="1">',
+    ]
+    phase_rank = {p: i for i, p in enumerate(PHASES)}
+    class_rank = {c: i for i, c in enumerate(FAILURE_CLASSES)}
+    entries = sorted(kb.entries, key=lambda e: (phase_rank.get(e.phase, 99), *_severity_key(e)))
+    for e in entries:
+        link = relative(page, entry_path(e.id))
+        sev = SEVERITY_ORDER.index(e.severity) if e.severity in SEVERITY_ORDER else 9
+        versions = (
+            "; ".join(code_span(f"{v.package} {v.specifier}") for v in e.affected.versions)
+            if e.affected.versions
+            else "any version"
+        )
+        cells = [
+            (e.id, f"[{code_span(e.id)}]({link})"),
+            (re.sub(r"^\W+", "", " ".join(e.title.split())), f"[{inline(e.title)}]({link})"),
+            (
+                f"{phase_rank.get(e.phase, 99):02d}",
+                f"[{PHASE_TITLES[e.phase]}]({relative(page, phase_path(e.phase))})",
+            ),
+            (
+                f"{class_rank.get(e.failure_class, 99):02d}",
+                CLASS_TITLES.get(e.failure_class, e.failure_class),
+            ),
+            (str(sev), _badge(e.severity, f"severity-{e.severity}")),
+            (versions_label(e), versions),
+        ]
+        row = "".join(
+            f'<td data-sort="{html_text(key)}" markdown="span">{md}</td>' for key, md in cells
+        )
+        b.append(f'<tr markdown="1">{row}</tr>')
+    b += ["</tbody>", "</table>", "</div>", ""]
+    return "\n".join(b)
 
 
 def tags_page(kb: KnowledgeBase) -> str:
@@ -911,6 +1213,7 @@ def generate_hub(
         pages[phase_path(phase)] = phase_page(kb, phase)
     pages["classes.md"] = classes_page(kb)
     pages["tags.md"] = tags_page(kb)
+    pages[CATALOGUE_PAGE] = catalogue_page(kb)
     dl = {f"downloads/{name}": data for name, data in sorted(downloads.items())}
     pages["rule-pack.md"] = rule_pack_page(dl, has_format)
     files.update(dl)
@@ -944,6 +1247,7 @@ def generate_hub(
     nav.append({"Phases": phases_nav})
     nav.append({"By failure class": "classes.md"})
     nav.append({"By tag": "tags.md"})
+    nav.append({"Catalogue": CATALOGUE_PAGE})
     using = [{title: page} for title, page in USING_PAGES if page in static]
     if using:
         nav.append({"Use it": using})
@@ -955,7 +1259,9 @@ def generate_hub(
         nav.append({"Match report format": REPORT_FORMAT})
     if WRITE_AN_ENTRY in static:
         nav.append({"Write an entry": WRITE_AN_ENTRY})
-    excluded = frozenset([phase_path(p) for p in PHASES] + ["classes.md", "tags.md"])
+    excluded = frozenset(
+        [phase_path(p) for p in PHASES] + ["classes.md", "tags.md", CATALOGUE_PAGE]
+    )
     return Hub(pages=pages, files=files, nav=nav, search_excluded=excluded)
 
 
