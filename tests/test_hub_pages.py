@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import yaml
 
 from denpex_kb import site
 from denpex_kb.kb import load_kb
+from denpex_kb.model import PHASES
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_KB = Path(os.environ.get("DENPEX_HUB_TEST_KB") or ROOT / "kb")
@@ -285,3 +287,135 @@ def test_no_yaml_front_matter_leaks(kb) -> None:  # noqa: ANN001
         if md.startswith("---\n"):
             yaml.safe_load(md.split("---\n", 2)[1])  # front matter stays valid YAML
     assert json.dumps(sorted(hub.pages))
+
+
+def test_catalogue_lists_every_entry_with_sort_keys(hub: Path, kb) -> None:  # noqa: ANN001
+    html = (hub / "catalogue.html").read_text("utf-8")
+    table = html[html.index('<table class="dx-catalogue') : html.index("</table>")]
+    rows = re.findall(r"<tr>\s*<td data-sort=\"([a-z0-9-]+)\">", table)
+    assert sorted(rows) == sorted(e.id for e in kb.entries)
+    heads = re.findall(r"<th>([^<]+)</th>", table)
+    assert heads == ["Id", "Title", "Phase", "Class", "Severity", "Affected versions"]
+    # Generated in lifecycle order, then by severity.
+    phases = [kb.get(i).phase for i in rows]
+    order = {p: n for n, p in enumerate(PHASES)}
+    assert [order[p] for p in phases] == sorted(order[p] for p in phases)
+    assert '<script src="assets/tables/sort.js" defer>' in html
+    assert (hub / "assets" / "tables" / "sort.js").is_file()
+    assert "catalogue.html" in (hub / "index.html").read_text("utf-8")  # in the nav / home
+
+
+def test_dark_mode_follows_the_system(hub: Path) -> None:
+    html = (hub / "index.html").read_text("utf-8")
+    assert 'data-md-color-media="(prefers-color-scheme: light)"' in html
+    assert 'data-md-color-media="(prefers-color-scheme: dark)"' in html
+
+
+def test_404_uses_relative_urls(hub: Path) -> None:
+    html = (hub / "404.html").read_text("utf-8")
+    absolute = re.findall(r'(?:href|src)="(/[^"]*)"', html)
+    assert not absolute, absolute[:5]
+    assert 'href="./assets/stylesheets/denpex.css"' in html
+    assert '"base": "."' in html
+
+
+# ------------------------------------------------------------------------------------------
+# In Chromium, from file://, with every request off the disk blocked
+
+
+def _natural(s: str) -> list[tuple[int, object]]:
+    """The order of the table's script (localeCompare, numeric): `zero-x` < `zero3` < `zero12`;
+    punctuation before digits before letters, a run of digits as one number."""
+    key: list[tuple[int, object]] = []
+    for m in re.finditer(r"\d+|[a-z]|[^a-z\d]", s.lower()):
+        t = m.group(0)
+        key.append((1, int(t)) if t.isdigit() else (2, t) if t.isalpha() else (0, t))
+    return key
+
+
+def _chromium() -> str:
+    path = os.environ.get("DENPEX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        pytest.fail(f"Chromium not found at {path} (apt-get install chromium)", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the playwright package is missing", pytrace=False)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=_chromium(),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+            headless=True,
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _offline_page(browser, color_scheme: str = "light"):  # noqa: ANN001, ANN202
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, color_scheme=color_scheme
+    )
+    off_disk: list[str] = []
+    errors: list[str] = []
+
+    def route(r) -> None:  # noqa: ANN001
+        if r.request.url.startswith(("file:", "data:", "blob:")):
+            r.continue_()
+        else:
+            off_disk.append(r.request.url)
+            r.abort("internetdisconnected")
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    return context, page, off_disk, errors
+
+
+def test_in_chromium_catalogue_sorts_dark_mode_404_copy(hub: Path, kb, browser) -> None:  # noqa: ANN001
+    context, page, off_disk, errors = _offline_page(browser, "dark")
+    try:
+        # Dark system preference: the slate scheme, with no click.
+        page.goto((hub / "index.html").as_uri())
+        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
+
+        # The catalogue sorts by severity, both ways, and by id.
+        page.goto((hub / "catalogue.html").as_uri())
+        page.wait_for_selector("table.dx-sortable--ready")
+        column = "els => els.map(e => e.getAttribute('data-sort'))"
+        cells = "table.dx-catalogue tbody tr td:nth-child({})"
+        assert len(page.eval_on_selector_all(cells.format(1), column)) == len(kb.entries)
+        page.click("th:nth-child(5) button")
+        sev = page.eval_on_selector_all(cells.format(5), column)
+        assert sev == sorted(sev) and sev[0] == "0"
+        assert page.get_attribute("th:nth-child(5)", "aria-sort") == "ascending"
+        page.click("th:nth-child(5) button")
+        assert page.eval_on_selector_all(cells.format(5), column) == sorted(sev, reverse=True)
+        page.click("th:nth-child(1) button")
+        ids = page.eval_on_selector_all(cells.format(1), column)
+        assert ids == sorted(ids, key=_natural), "ids not in order (numbers as numbers)"
+
+        # An entry page: the fix at a glance has Material's copy buttons.
+        page.goto((hub / "entries" / "fastfilewriter-fd-leak-enospc.html").as_uri())
+        copy = '.dx-glance button.md-code__button[data-md-type="copy"]'
+        page.wait_for_selector(copy)
+        assert page.locator(copy).count() >= 2  # the fix command and the verify command
+        glance_top = page.locator(".dx-glance").bounding_box()["y"]
+        assert glance_top < 900 * 1.5, f"fix at a glance starts {glance_top}px down"
+
+        # 404.html opened from disk is styled (its stylesheets load by relative URL).
+        page.goto((hub / "404.html").as_uri())
+        position = page.locator("header.md-header").evaluate("el => getComputedStyle(el).position")
+        assert position in ("sticky", "fixed")
+        assert page.locator(".md-header__button.md-logo svg").count() == 1
+    finally:
+        context.close()
+    assert not off_disk, off_disk
+    assert not errors, errors
