@@ -317,6 +317,7 @@ def test_404_uses_relative_urls(hub: Path) -> None:
     assert not absolute, absolute[:5]
     assert 'href="./assets/stylesheets/denpex.css"' in html
     assert '"base": "."' in html
+    assert 'href="./catalogue.html"' in html  # and it points somewhere useful
 
 
 # ------------------------------------------------------------------------------------------
