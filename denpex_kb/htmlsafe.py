@@ -17,7 +17,8 @@ from html.parser import HTMLParser
 # highlight) and the hub's own markup produce.
 ALLOWED_TAGS = frozenset(
     """a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i ins kbd
-    li mark ol p pre s small span strong sub summary sup table tbody td tfoot th thead tr u ul
+    li mark ol p pre s section small span strong sub summary sup table tbody td tfoot th thead tr
+    u ul
     """.split()
 )
 VOID_TAGS = frozenset({"br", "hr"})

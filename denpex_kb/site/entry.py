@@ -151,7 +151,8 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     ]
     if entry.role == "collateral":
         badges.append(_badge("collateral: a consequence, not a root cause", "collateral"))
-    add(f'<p class="dx-id">id: <code>{html_text(entry.id)}</code></p>\n')
+    # Not indexed: search ranks the top of the page, and the id is in "Source" already.
+    add(f'<p class="dx-id" data-search-exclude>id: <code>{html_text(entry.id)}</code></p>\n')
     add('<p class="dx-badges" markdown>' + " ".join(badges) + "</p>\n")
     add(f'<p class="dx-summary" markdown>{inline_ln(entry.summary)}</p>\n')
     add(fix_at_a_glance(entry))

@@ -53,7 +53,9 @@ def step_commands(step: str) -> list[tuple[str, str]]:
 def fix_at_a_glance(entry: Entry) -> str:
     """The box under the summary: what to run (or change) and the command that proves it."""
     b = [
-        '<div class="dx-glance" data-search-exclude markdown>\n',
+        # A <section>, not a <div>: Material's search indexer ends an exclusion at the first
+        # closing tag of the same name, and every code block inside is a <div>.
+        '<section class="dx-glance" data-search-exclude markdown>\n',
         '<p class="dx-glance-title" markdown>**Fix at a glance** '
         "([every step explained](#how-to-fix-it))</p>\n",
     ]
@@ -79,5 +81,5 @@ def fix_at_a_glance(entry: Entry) -> str:
         )
     b.append('<p class="dx-glance-step" markdown>Verify ([what it shows](#verify-the-fix))</p>\n')
     b.append(fence(entry.verify.command, "bash") + "\n")
-    b.append("</div>\n")
+    b.append("</section>\n")
     return "\n".join(b)
