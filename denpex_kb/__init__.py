@@ -4,23 +4,27 @@ The stable Python API (docs/api.md): `load_kb`, `match`, `match_text`, `Matcher`
 their result types. Everything else in the package is internal and may change in any release.
 """
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
-from .api import (
-    BUNDLED,
-    Candidate,
-    Collateral,
-    Diagnosis,
-    Entry,
-    Evidence,
-    KnowledgeBase,
-    Matcher,
-    Related,
-    SearchHit,
-    load_kb,
-    match,
-    match_text,
-    search,
-)
+
+if TYPE_CHECKING:  # the names below, for type checkers; at run time they load on first use
+    from .api import (
+        BUNDLED,
+        Candidate,
+        Collateral,
+        Diagnosis,
+        Entry,
+        Evidence,
+        KnowledgeBase,
+        Matcher,
+        Related,
+        SearchHit,
+        load_kb,
+        match,
+        match_text,
+        search,
+    )
 
 __all__ = [
     "BUNDLED",
@@ -44,8 +48,27 @@ __all__ = [
     "search",
 ]
 
-# The exceptions live beside the code that raises them, which imports the YAML, JSON Schema and
-# regex stacks; they are looked up on first use so that `import denpex_kb` stays quick.
+# The API and its model (frozen dataclasses: creating them costs tens of milliseconds) and the
+# exceptions, which live beside the code that raises them (YAML, JSON Schema, regex stacks), are
+# looked up on first use: `import denpex_kb` and the CLI's `match` pay only for what they use.
+_API = frozenset(
+    {
+        "BUNDLED",
+        "Candidate",
+        "Collateral",
+        "Diagnosis",
+        "Entry",
+        "Evidence",
+        "KnowledgeBase",
+        "Matcher",
+        "Related",
+        "SearchHit",
+        "load_kb",
+        "match",
+        "match_text",
+        "search",
+    }
+)
 _ERRORS = {
     "KBError": ("denpex_kb.kb", "KBError"),
     "RulesError": ("denpex_kb.engine", "RulesError"),
@@ -54,10 +77,19 @@ _ERRORS = {
 }
 
 
-def __getattr__(name: str) -> type[Exception]:
+def __getattr__(name: str):  # noqa: ANN202 - a type, function or constant of the API
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
     if name in _ERRORS:
         import importlib
 
         module, attr = _ERRORS[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'denpex_kb' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the public face is __all__ (loaded or not yet); private and dunder names as usual
+    return sorted({n for n in globals() if n.startswith("_")} | set(__all__))

@@ -287,7 +287,7 @@ def test_engine_lookback_work_is_linear(fx: Engine, monkeypatch: pytest.MonkeyPa
             super().__init__(*a, **k)
             made.append(self)
 
-    import denpex_kb.engine as eng
+    import denpex_kb.engine.analyse as eng
 
     monkeypatch.setattr(eng, "LookBack", Counting)
     data = b"[2024-06-22 12:34:56,123] start\n" + f"[rank1]: {ENOSPC}\n".encode() * 50_000

@@ -18,6 +18,8 @@ from .rules import cache_dir
 
 def deanchor(pattern: str) -> str:
     """Remove `^` and `$` outside character classes (escapes respected)."""
+    if "^" not in pattern and "$" not in pattern:
+        return pattern  # most patterns: nothing to walk (start-up cost)
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False

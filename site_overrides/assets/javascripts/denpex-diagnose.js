@@ -502,4 +502,31 @@
     result.querySelector("#dx-verdict").scrollIntoView({ block: "start" });
     status.textContent = `Read ${describe(inputs)}: ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"} in ${secs} s, diagnosed ${how}, rule pack ${report.rulepack.content_hash.slice(0, 19)}…; nothing left this page.`;
   }
+
+  // Text handed over by the hub's search box (denpex-search.js, on a multi-line paste): in
+  // sessionStorage, or in the URL fragment where storage is refused. Read once, then removed;
+  // it never leaves the browser.
+  (function takeHandOff() {
+    const KEY = "denpex-diagnose-text";
+    const HASH = "#dx-text=";
+    let text = null;
+    try {
+      text = sessionStorage.getItem(KEY);
+      if (text !== null) sessionStorage.removeItem(KEY);
+    } catch (exc) {
+      text = null;
+    }
+    if (text === null && location.hash.startsWith(HASH)) {
+      try {
+        text = decodeURIComponent(location.hash.slice(HASH.length));
+      } catch (exc) {
+        text = null;
+      }
+      history.replaceState(null, "", location.href.split("#")[0]);
+    }
+    if (text && text.trim()) {
+      paste.value = text;
+      runText();
+    }
+  })();
 })();
