@@ -17,14 +17,26 @@ from html.parser import HTMLParser
 # highlight) and the hub's own markup produce.
 ALLOWED_TAGS = frozenset(
     """a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i ins kbd
-    li mark ol p pre s small span strong sub summary sup table tbody td tfoot th thead tr u ul
+    li mark ol p pre s section small span strong sub summary sup table tbody td tfoot th thead tr
+    u ul
     """.split()
 )
 VOID_TAGS = frozenset({"br", "hr"})
 # Elements dropped with everything inside them (their content is not text to show).
 DROP_CONTENT = frozenset({"script", "style", "iframe", "object", "embed", "template", "noscript"})
 ALLOWED_ATTRS = frozenset(
-    {"class", "id", "href", "title", "name", "open", "data-search-exclude", "colspan", "rowspan"}
+    {
+        "class",
+        "id",
+        "href",
+        "title",
+        "name",
+        "open",
+        "data-search-exclude",
+        "data-sort",  # a table cell's sort key (the catalogue)
+        "colspan",
+        "rowspan",
+    }
 )
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")

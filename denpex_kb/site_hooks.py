@@ -106,3 +106,20 @@ def on_page_content(html: str, page: Any, config: MkDocsConfig, files: Files) ->
         log.debug("%s: dropped %s", page.file.src_uri, ", ".join(sorted(set(dropped))))
         _state.setdefault("dropped", {})[page.file.src_uri] = dropped
     return clean
+
+
+def on_template_context(context: Any, template_name: str, config: MkDocsConfig) -> Any:
+    """404.html gets relative asset and nav URLs: MkDocs makes them absolute (`/assets/...`) for
+    a server that shows the page at any path, and from file:// those point at the disk's root,
+    so the page came out unstyled. The hub is opened from disk first; the page sits at the root
+    of the site, so `.` is its base."""
+    if template_name != "404.html":
+        return context
+    from mkdocs import utils
+
+    context["base_url"] = "."
+    context["extra_javascript"] = [
+        utils.normalize_url(str(s), None, ".") for s in config.extra_javascript
+    ]
+    context["extra_css"] = [utils.normalize_url(str(s), None, ".") for s in config.extra_css]
+    return context
