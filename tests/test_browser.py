@@ -41,7 +41,8 @@ CHROMIUM_FLAGS = [
 # the family's full table of tells; the errno leads to the plain disk-full entry. A bare
 # DistBackendError is the wrapper of every NCCL error: the two generic NCCL entries quote it
 # equally and are equally severe, so the index order (phase, then id) puts nccl-system-error
-# first and nccl-unhandled-cuda-error second; both are right answers to look at.
+# first and nccl-unhandled-cuda-error second; both are right answers to look at. The bare script
+# name zero_to_fp32 names four entries now, so its query carries the word that picks one.
 SEARCHES: dict[str, str] = {
     "No space left on device": "fastfilewriter-fd-leak-enospc",
     "Errno 28": "disk-full-enospc",
@@ -49,7 +50,7 @@ SEARCHES: dict[str, str] = {
     "train_batch_size": "batch-size-mismatch",
     "CUDA out of memory. Tried to allocate 20.00 MiB": "cuda-oom-during-step",
     "ncclUnhandledCudaError": "nccl-unhandled-cuda-error",
-    "zero_to_fp32": "zero-to-fp32-incomplete-checkpoint",
+    "zero_to_fp32 optim_states": "zero-to-fp32-incomplete-checkpoint",
 }
 
 
