@@ -42,7 +42,7 @@ CHROMIUM_FLAGS = [
 # DistBackendError is the wrapper of every NCCL error: the two generic NCCL entries quote it
 # equally and are equally severe, so the index order (phase, then id) puts nccl-system-error
 # first and nccl-unhandled-cuda-error second; both are right answers to look at. The bare script
-# name zero_to_fp32 names four entries now, so its query carries the word that picks one.
+# name zero_to_fp32 names four entries now, so the query is the error line a user pastes.
 SEARCHES: dict[str, str] = {
     "No space left on device": "fastfilewriter-fd-leak-enospc",
     "Errno 28": "disk-full-enospc",
@@ -50,7 +50,9 @@ SEARCHES: dict[str, str] = {
     "train_batch_size": "batch-size-mismatch",
     "CUDA out of memory. Tried to allocate 20.00 MiB": "cuda-oom-during-step",
     "ncclUnhandledCudaError": "nccl-unhandled-cuda-error",
-    "zero_to_fp32 optim_states": "zero-to-fp32-incomplete-checkpoint",
+    "ValueError: Expected 2 of *_optim_states.pt under /ckpt/global_step100 but found 1 files. "
+    "Possibly due to an overwrite of an old checkpoint, or a checkpoint didn't get saved by one "
+    "or more processes.": "zero-to-fp32-incomplete-checkpoint",
 }
 
 
