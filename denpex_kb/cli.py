@@ -701,7 +701,9 @@ def _build(kb, kb_dir, site_dir: Path, dist_dir: Path) -> list[tuple[str, Path]]
 
     # Step 3: the docs hub.
     try:
-        site_path = site.build_site(kb_dir=kb_dir or Path(kb.root), site_dir=site_dir)
+        site_path = site.build_site(
+            kb_dir=kb_dir or Path(kb.root), site_dir=site_dir, kb=kb, downloads=downloads
+        )
     except site.SiteBuildError as exc:
         raise UserError(f"hub build failed: {exc}") from None
     outputs.append(("docs hub", site_path / "index.html"))

@@ -54,12 +54,17 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     from denpex_kb.kb import KBError, load_kb
 
     kb_dir = _kb_dir(config)
-    try:
-        kb = load_kb(kb_dir)
-    except KBError as exc:
-        raise PluginError(
-            f"knowledge base {kb_dir} is invalid ({len(exc.problems)} problem(s)):\n{exc}"
-        ) from None
+    pre = hubgen.preloaded(kb_dir)  # `denpex-kb build` loaded and exported it already
+    if pre is not None:
+        kb, downloads = pre
+    else:
+        try:
+            kb = load_kb(kb_dir)
+        except KBError as exc:
+            raise PluginError(
+                f"knowledge base {kb_dir} is invalid ({len(exc.problems)} problem(s)):\n{exc}"
+            ) from None
+        downloads = hubgen.rule_pack_downloads(kb)
 
     tags_plugin = config.plugins.get("material/tags") or config.plugins.get("tags")
     if tags_plugin is not None:
@@ -67,7 +72,6 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
         tags_plugin.config.tags_allowed = {Tag(t) for t in kb.tags}
 
-    downloads = hubgen.rule_pack_downloads(kb)
     hub = hubgen.generate_hub(
         kb, static_pages=_static_pages(Path(config.docs_dir)), downloads=downloads
     )

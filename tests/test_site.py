@@ -112,6 +112,28 @@ def test_build_twice_gives_the_same_site(tmp_path: Path) -> None:
     assert _tree_digest(a) == _tree_digest(b)
 
 
+def test_a_build_given_the_kb_loads_it_once_and_gives_the_same_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: `denpex-kb build` loads and exports the KB once; the MkDocs hook takes them."""
+    import denpex_kb.kb as kbmod
+
+    kb = load_kb(FIXTURE_KB)
+    downloads = site.rule_pack_downloads(kb)
+    plain = site.build_site(kb_dir=FIXTURE_KB, site_dir=tmp_path / "plain")
+    calls = []
+    real = kbmod.load_kb
+    monkeypatch.setattr(kbmod, "load_kb", lambda *a, **k: calls.append(a) or real(*a, **k))
+    given = site.build_site(
+        kb_dir=FIXTURE_KB, site_dir=tmp_path / "given", kb=kb, downloads=downloads
+    )
+    assert calls == []
+    assert _tree_digest(plain) == _tree_digest(given)
+    assert site.preloaded(FIXTURE_KB) is None  # nothing is kept after the build
+    site.build_site(kb_dir=FIXTURE_KB, site_dir=tmp_path / "again")
+    assert len(calls) == 1  # a plain build (or `mkdocs build`) still loads it itself
+
+
 def test_built_site_has_every_page_and_download(real_site: Path) -> None:
     kb = load_kb(REAL_KB)
     for e in kb.entries:

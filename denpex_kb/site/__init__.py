@@ -42,6 +42,7 @@ from .build import (
     default_config_file,
     generate_hub,
     page_url,
+    preloaded,
     rule_pack_downloads,
     write_hub,
 )
@@ -173,4 +174,5 @@ __all__ = [
     "SiteBuildError",
     "default_config_file",
     "build_site",
+    "preloaded",
 ]

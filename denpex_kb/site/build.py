@@ -190,15 +190,38 @@ def default_config_file() -> Path:
         raise SiteBuildError(str(exc)) from None
 
 
+# A knowledge base the caller already loaded and validated, with its rule-pack downloads, keyed
+# by its folders: the MkDocs hook (site_hooks.on_config) takes it instead of loading it again
+# (issue 15: the KB is loaded once per build). Set only while build_site runs.
+_PRELOADED: dict[tuple[str, ...], tuple[KnowledgeBase, Mapping[str, bytes]]] = {}
+
+
+def _kb_key(kb_dir: str | Path | list | tuple) -> tuple[str, ...]:
+    dirs = kb_dir if isinstance(kb_dir, list | tuple) else [kb_dir]
+    return tuple(str(Path(d).resolve()) for d in dirs)
+
+
+def preloaded(
+    kb_dir: str | Path | list | tuple,
+) -> tuple[KnowledgeBase, Mapping[str, bytes]] | None:
+    """(knowledge base, rule-pack downloads) that the running build_site was given for these
+    folders, or None (then the hook loads the KB itself, as under a plain `mkdocs build`)."""
+    return _PRELOADED.get(_kb_key(kb_dir))
+
+
 def build_site(
     kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None = None,
     site_dir: str | Path | None = None,
     config_file: str | Path | None = None,
+    kb: KnowledgeBase | None = None,
+    downloads: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Build the hub with MkDocs (strict) exactly as `mkdocs build` would; return the site dir.
 
     kb_dir overrides `extra.denpex.kb_dir`; site_dir overrides `site_dir` (both default to what
     mkdocs.yml says). Any MkDocs warning fails the build; SiteBuildError carries every message.
+    `kb` (loaded from kb_dir) and `downloads` (its `rule_pack_downloads`), when given, are used
+    instead of loading and exporting the knowledge base a second time.
     """
     import logging
     import os
@@ -248,6 +271,9 @@ def build_site(
         # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
         # and two builds of the same hub take turns.
         final = Path(cfg["site_dir"])
+        key = _kb_key(kb_dir) if kb is not None and downloads is not None and kb_dir else None
+        if key is not None:
+            _PRELOADED[key] = (kb, downloads)
         with atomic.lock(final):
             atomic.remove_stale(final)
             tmp = atomic.make_tmp_dir(final)
@@ -269,4 +295,5 @@ def build_site(
         raise SiteBuildError(detail) from None
     finally:
         logger.removeHandler(collect)
+        _PRELOADED.clear()
     return final
