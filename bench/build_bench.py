@@ -35,7 +35,7 @@ def synthetic_kb(size: int) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(KB, dest)
-    (dest.parent / "examples").exists() or _link_examples(dest.parent)
+    _link_examples(dest.parent)
     entries = sorted(
         p for p in dest.rglob("*.yaml") if p.name != "tags.yaml" and "survey" not in p.parts
     )

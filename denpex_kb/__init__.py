@@ -51,30 +51,13 @@ __all__ = [
 # The API and its model (frozen dataclasses: creating them costs tens of milliseconds) and the
 # exceptions, which live beside the code that raises them (YAML, JSON Schema, regex stacks), are
 # looked up on first use: `import denpex_kb` and the CLI's `match` pay only for what they use.
-_API = frozenset(
-    {
-        "BUNDLED",
-        "Candidate",
-        "Collateral",
-        "Diagnosis",
-        "Entry",
-        "Evidence",
-        "KnowledgeBase",
-        "Matcher",
-        "Related",
-        "SearchHit",
-        "load_kb",
-        "match",
-        "match_text",
-        "search",
-    }
-)
 _ERRORS = {
     "KBError": ("denpex_kb.kb", "KBError"),
     "RulesError": ("denpex_kb.engine", "RulesError"),
     "InputError": ("denpex_kb.engine", "InputError"),
     "SearchIndexError": ("denpex_kb.index", "IndexError_"),
 }
+_API = frozenset(__all__) - set(_ERRORS) - {"__version__"}  # the rest of the face: denpex_kb.api
 
 
 def __getattr__(name: str):  # noqa: ANN202 - a type, function or constant of the API

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COVERAGE = ROOT / "kb" / "COVERAGE.md"
@@ -81,7 +82,18 @@ def replace_between(doc: str, name: str, body: str) -> str:
 
 
 def _run(*cmd: str) -> str:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    if p.returncode not in (0, 1) or not p.stdout.strip():  # eval exits 1 on a regression only
+        last = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"coverage_figures: {' '.join(cmd[1:3])} failed: {last}")
+    return p.stdout
+
+
+def _json(*cmd: str) -> Any:
+    try:
+        return json.loads(_run(*cmd))
+    except ValueError as exc:
+        raise SystemExit(f"coverage_figures: {' '.join(cmd[1:4])} gave no JSON ({exc})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,11 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when kb/COVERAGE.md is stale")
     args = ap.parse_args(argv)
     py = sys.executable
-    report = json.loads(
-        _run(py, "-m", "denpex_kb", "eval", "-q", "tests/corpus", "--format", "json")
+    report = _json(py, "-m", "denpex_kb", "eval", "-q", "tests/corpus", "--format", "json")
+    git = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     )
-    commit = _run("git", "rev-parse", "--short", "HEAD").strip() or "unknown"
-    entries = json.loads(_run(py, "-m", "denpex_kb", "list", "--format", "json"))
+    commit = git.stdout.strip() or "unknown"  # a source tree without git still gets its figures
+    entries = _json(py, "-m", "denpex_kb", "list", "--format", "json")
     doc = COVERAGE.read_text(encoding="utf-8")
     new = replace_between(doc, "corpus", corpus_table(report, commit, len(entries)))
     new = replace_between(new, "calibration", calibration_table(report))

@@ -37,7 +37,7 @@ def test_import_is_light() -> None:
     code = (
         "import sys, denpex_kb; "
         "heavy = [m for m in ('yaml', 'jsonschema', 'whoosh', 're2', 'denpex_kb.engine', "
-        "'denpex_kb.kb') if m in sys.modules]; print(heavy)"
+        "'denpex_kb.kb', 'denpex_kb.api', 'denpex_kb.model') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -30,16 +30,6 @@ REPORT_SCHEMA = strict_schema(load_schema("report"))
 
 
 @pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(BUNDLED)
-
-
-@pytest.fixture(scope="module")
-def pack(kb) -> dict:  # noqa: ANN001
-    return rp.build_pack(kb)
-
-
-@pytest.fixture(scope="module")
 def engine(pack: dict) -> Engine:
     return Engine(pack)
 

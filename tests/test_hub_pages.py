@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from denpex_kb import site
-from denpex_kb.kb import load_kb
 from denpex_kb.model import PHASES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,11 +28,6 @@ REAL_KB = Path(os.environ.get("DENPEX_HUB_TEST_KB") or ROOT / "kb")
 _ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
 _LIST_IN_PARA = re.compile(r"\n[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 _DUNDER = re.compile(r"__([A-Za-z0-9][A-Za-z0-9_]*?)__")
-
-
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(REAL_KB)
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,6 @@ import pytest
 
 from denpex_kb.evalset import probes, vary
 from denpex_kb.index import TextIndex, build_index
-from denpex_kb.kb import load_kb
-
-
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb()
 
 
 @pytest.fixture(scope="module")

@@ -40,16 +40,6 @@ def _node() -> str:
     return node
 
 
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(ROOT / "kb")
-
-
-@pytest.fixture(scope="module")
-def pack(kb) -> dict:  # noqa: ANN001
-    return rp.build_pack(kb)
-
-
 def _conformance(tmp: Path, kb, pack: dict) -> dict:  # noqa: ANN001
     packf = tmp / "pack.json"
     packf.write_bytes(rp.dumps(pack))

@@ -13,14 +13,8 @@ import pytest
 
 from denpex_kb import rulepack as rp
 from denpex_kb import site
-from denpex_kb.kb import load_kb
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(ROOT / "kb")
 
 
 @pytest.fixture(scope="module")

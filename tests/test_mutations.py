@@ -23,7 +23,6 @@ import pytest
 from denpex_kb import rulepack as rp
 from denpex_kb.engine import Engine
 from denpex_kb.engine.read import Source
-from denpex_kb.kb import load_kb
 from denpex_kb.rule_vectors import check_rule_vector, rule_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,16 +34,6 @@ def _node() -> str:
     if node is None:
         pytest.fail("node is not installed: the mutation harness runs in Node", pytrace=False)
     return node
-
-
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(ROOT / "kb")
-
-
-@pytest.fixture(scope="module")
-def pack(kb) -> dict:  # noqa: ANN001
-    return rp.build_pack(kb)
 
 
 def _run_rule_vector(pack: dict, vec: dict) -> dict:

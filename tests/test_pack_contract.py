@@ -46,16 +46,6 @@ NEW_CLASS = "silent-corruption"
 NEW_PACKAGE = "megatron-core"
 
 
-@pytest.fixture(scope="module")
-def kb():  # noqa: ANN201
-    return load_kb(ROOT / "kb")
-
-
-@pytest.fixture(scope="module")
-def pack(kb) -> dict:  # noqa: ANN001
-    return rp.build_pack(kb)
-
-
 def _canonical_hash(obj: Any) -> str:
     return "sha256:" + hashlib.sha256(rp.canonical_bytes(obj)).hexdigest()
 

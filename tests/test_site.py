@@ -127,8 +127,9 @@ def test_a_build_given_the_kb_loads_it_once_and_gives_the_same_site(
     given = site.build_site(
         kb_dir=FIXTURE_KB, site_dir=tmp_path / "given", kb=kb, downloads=downloads
     )
+    only_kb = site.build_site(kb_dir=FIXTURE_KB, site_dir=tmp_path / "only-kb", kb=kb)
     assert calls == []
-    assert _tree_digest(plain) == _tree_digest(given)
+    assert _tree_digest(plain) == _tree_digest(given) == _tree_digest(only_kb)
     assert site.preloaded(FIXTURE_KB) is None  # nothing is kept after the build
     site.build_site(kb_dir=FIXTURE_KB, site_dir=tmp_path / "again")
     assert len(calls) == 1  # a plain build (or `mkdocs build`) still loads it itself

@@ -187,7 +187,8 @@ class _ZstdFrames(io.RawIOBase):
         self.dctx = zstandard.ZstdDecompressor()
         self.dobj = self.dctx.decompressobj()
         self.fed = False  # the current frame has consumed input
-        self.pending = b""
+        # Output not yet read, as a view: taking a piece from its front copies only that piece.
+        self.pending = memoryview(b"")
 
     def readable(self) -> bool:
         return True
@@ -200,8 +201,8 @@ class _ZstdFrames(io.RawIOBase):
                 if self.fed and not self.dobj.eof:
                     raise EOFError("the last zstd frame is cut off")
                 return b""
-            self.pending = self._feed(chunk)
-        out, self.pending = self.pending[:want], self.pending[want:]
+            self.pending = memoryview(self._feed(chunk))
+        out, self.pending = bytes(self.pending[:want]), self.pending[want:]
         return out
 
     def _feed(self, chunk: bytes) -> bytes:

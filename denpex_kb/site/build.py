@@ -220,8 +220,8 @@ def build_site(
 
     kb_dir overrides `extra.denpex.kb_dir`; site_dir overrides `site_dir` (both default to what
     mkdocs.yml says). Any MkDocs warning fails the build; SiteBuildError carries every message.
-    `kb` (loaded from kb_dir) and `downloads` (its `rule_pack_downloads`), when given, are used
-    instead of loading and exporting the knowledge base a second time.
+    `kb` (loaded from kb_dir) and `downloads` (its `rule_pack_downloads`, made here when not
+    given) are used instead of loading and exporting the knowledge base a second time.
     """
     import logging
     import os
@@ -271,9 +271,9 @@ def build_site(
         # Built aside and renamed into place: a killed or failed build leaves the old hub whole,
         # and two builds of the same hub take turns.
         final = Path(cfg["site_dir"])
-        key = _kb_key(kb_dir) if kb is not None and downloads is not None and kb_dir else None
-        if key is not None:
-            _PRELOADED[key] = (kb, downloads)
+        if kb is not None:  # the hook finds it under the folders it is told to load
+            dl = downloads if downloads is not None else rule_pack_downloads(kb)
+            _PRELOADED[_kb_key(kb_dir or kb.root)] = (kb, dl)
         with atomic.lock(final):
             atomic.remove_stale(final)
             tmp = atomic.make_tmp_dir(final)

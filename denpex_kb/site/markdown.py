@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -19,6 +19,23 @@ _BACKTICKS = re.compile(r"`+")
 _TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", "{": "&#123;", "}": "&#125;"}
 # A list item: `- x`, `* x`, `+ x`, `1. x`, `1) x`, with its indentation.
 _LIST_ITEM = re.compile(r"^( {0,3})(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+
+
+def _fenced(lines: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """Each line, and whether it belongs to a fenced block (its opening and closing fences too):
+    a fence closes on a fence of the same character at least as long as the one that opened it."""
+    fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence:
+            if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence):
+                fence = None
+            yield line, True
+        elif m:
+            fence = m.group(2)
+            yield line, True
+        else:
+            yield line, False
 
 
 def prose(text: str) -> str:
@@ -33,7 +50,6 @@ def prose(text: str) -> str:
     """
     out: list[str] = []
     para: list[str] = []  # a run of text lines: code spans may cross lines, not blank ones
-    in_fence: str | None = None
 
     def flush() -> None:
         if para:
@@ -41,16 +57,9 @@ def prose(text: str) -> str:
             para.clear()
 
     kind = "blank"  # of the previous line: blank, text, item (a list item) or cont (in an item)
-    for line in text.strip("\n").split("\n"):
-        m = _FENCE.match(line)
-        if in_fence:
-            out.append(line)
-            if m and m.group(2)[0] == in_fence[0] and len(m.group(2)) >= len(in_fence):
-                in_fence = None
-            continue
-        if m:
+    for line, fenced in _fenced(text.strip("\n").split("\n")):
+        if fenced:
             flush()
-            in_fence = m.group(2)
             out.append(line)
             kind = "blank"
             continue
@@ -240,23 +249,15 @@ def link_entry_ids(md: str, ids: Mapping[str, str], skip: str = "") -> str:
     so is `skip` (the page's own id)."""
     out: list[str] = []
     chunk: list[str] = []
-    in_fence: str | None = None
 
     def flush() -> None:
         if chunk:
             out.append(_link_ids_text("\n".join(chunk), ids, skip))
             chunk.clear()
 
-    for line in md.split("\n"):
-        m = _FENCE.match(line)
-        if in_fence:
-            out.append(line)
-            if m and m.group(2)[0] == in_fence[0] and len(m.group(2)) >= len(in_fence):
-                in_fence = None
-            continue
-        if m:
+    for line, fenced in _fenced(md.split("\n")):
+        if fenced:
             flush()
-            in_fence = m.group(2)
             out.append(line)
             continue
         chunk.append(line)
