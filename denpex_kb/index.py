@@ -427,6 +427,14 @@ GENERIC_TERMS = frozenset(
     "importerror module modulenotfounderror not found failed failure rank step line file "
     "traceback call last most recent raise raised".split()
 )
+# Words that say nothing about which failure it is, beyond the index's own stop words: a query
+# that shares only these with an entry (`some`, `could`) is not related to it.
+_FUNCTION_WORDS = frozenset(
+    "about after again all also any been before being but can cannot could did do does done "
+    "each few had how if into may might more most must other our over same should so some such "
+    "than then there these they those too under very we what when where which who why would".split()
+)
+UNINFORMATIVE_TERMS = GENERIC_TERMS | _FUNCTION_WORDS
 
 
 def related_entries(
@@ -435,11 +443,12 @@ def related_entries(
     """Suggestions for errors no rule recognised: the closest entries by text, each with an
     honest, low confidence: 0.3 times the share of the query's terms the entry's own text
     shares (text similarity is a hint, never a diagnosis). Entries that share only generic
-    words (`ValueError`, `failed`, `rank`) are not suggested at all."""
+    words (`ValueError`, `failed`, `rank`, `some`) are not suggested at all."""
     from . import errortext  # here, not at import: `match` imports this module on every run
 
     qterms = set(errortext.terms(text))
-    if not qterms - GENERIC_TERMS:
+    informative = qterms - UNINFORMATIVE_TERMS
+    if not informative:
         return []
     ix = cached_index(kb_dir)
     try:
@@ -449,7 +458,7 @@ def related_entries(
     out: list[dict[str, object]] = []
     for h in hits:
         shared = set(h.matched_terms)
-        if not shared - GENERIC_TERMS:
+        if not shared & informative:
             continue
         confidence = round(0.3 * len(shared) / len(qterms), 3)
         out.append({"id": h.id, "title": h.title, "confidence": confidence, "why": h.snippet})

@@ -112,3 +112,14 @@ def test_related_suggestions_for_unrecognised_errors(
     report["verdict"] = "confident"
     suggest_related(report)
     assert report["related"] == []
+
+
+def test_unknown_error_sharing_only_function_words_gets_no_suggestion() -> None:
+    from denpex_kb.index import related_entries
+
+    # An unknown RuntimeError once became a "probable cause" because it shared `some` (and the
+    # generic `RuntimeError`) with one entry's text.
+    assert related_entries("RuntimeError: some totally unknown flux capacitor failure") == []
+    # An informative shared word still counts.
+    rel = related_entries("RuntimeError: some totally unknown inflight params failure")
+    assert rel and rel[0]["id"] == "zero3-still-have-inflight-params"
