@@ -950,6 +950,12 @@ def match_cmd(
     help="Compare with these per-case outcomes; exit 1 if a case that was right is not now.",
 )
 @click.option("--bless", is_flag=True, help="Rewrite the --baseline file with today's outcomes.")
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Text: the figures only, no case ids (no case list, no confusion), for measuring the "
+    "holdout split without seeing what to tune on.",
+)
 def eval_cmd(
     dirs: tuple[Path, ...],
     split: str,
@@ -957,6 +963,7 @@ def eval_cmd(
     kb_dir: Path | None,
     baseline: Path | None,
     bless: bool,
+    summary: bool,
 ) -> None:
     """Score the matcher on labelled corpus cases (the .log files under DIRS, see
     tests/corpus/README.md): top-1, top-3, abstain and confident-wrong rates, calibration,
@@ -965,6 +972,8 @@ def eval_cmd(
     from .corpus import CorpusError, load_cases
     from .engine import InputError, RulesError
 
+    if summary and fmt != "text":
+        raise UserError("--summary is for the text format (JSON always lists the cases)")
     if bless and (baseline is None or split != "all"):
         raise UserError("--bless needs --baseline FILE and the whole corpus (--split all)")
     try:
@@ -987,7 +996,7 @@ def eval_cmd(
 
         click.echo(json.dumps(ev.to_json(run, comparison), indent=2, ensure_ascii=False))
     else:
-        click.echo(ev.render_text(run, comparison), nl=False)
+        click.echo(ev.render_text(run, comparison, summary), nl=False)
     if bless:
         assert baseline is not None
         try:

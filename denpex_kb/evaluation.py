@@ -552,8 +552,10 @@ def _comparison_text(c: Comparison) -> list[str]:
     return out
 
 
-def render_text(run: EvalRun, comparison: Comparison | None) -> str:
-    """The evaluation for a terminal."""
+def render_text(run: EvalRun, comparison: Comparison | None, summary: bool = False) -> str:
+    """The evaluation for a terminal. `summary`: the figures only, without a case id (no
+    per-case list, no confusion, regressions as a count), so that measuring the holdout split
+    shows nothing its authors could tune on."""
     res = run.results
     splits = Counter(r.split for r in res)
     head = ", ".join(f"{k} {v}" for k, v in sorted(splits.items()))
@@ -563,16 +565,25 @@ def render_text(run: EvalRun, comparison: Comparison | None) -> str:
         "",
     ]
     if res:
-        out += _cases_text(res) + [""] + _rates_text(res) + [""]
+        out += ([] if summary else _cases_text(res) + [""]) + _rates_text(res) + [""]
         right, n = rank_accuracy(res)
         out.append(
             f"INITIATING RANK  {right}/{n} right {_pct(right, n)}"
             if n
             else "INITIATING RANK  no case states its rank"
         )
-        out += [""] + _calibration_text(res) + ["", "CONFUSION (expected -> got: cases)"]
-        out += [f"  {c.expected} -> {c.got}: {', '.join(c.cases)}" for c in confusion(res)]
-        out.append("")
+        out += [""] + _calibration_text(res) + [""]
+        if not summary:
+            out.append("CONFUSION (expected -> got: cases)")
+            out += [f"  {c.expected} -> {c.got}: {', '.join(c.cases)}" for c in confusion(res)]
+            out.append("")
     if comparison is not None:
-        out += _comparison_text(comparison)
+        out += (
+            [
+                f"BASELINE {comparison.baseline}: {len(comparison.regressions)} regression(s), "
+                f"{len(comparison.improved)} improved"
+            ]
+            if summary
+            else _comparison_text(comparison)
+        )
     return "\n".join(out).rstrip("\n") + "\n"

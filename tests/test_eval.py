@@ -300,6 +300,12 @@ def test_bless_then_gate_detects_a_regression(tmp_path: Path) -> None:
     code, out, _ = run("eval", str(corpus), "--baseline", str(baseline), "--format", "json")
     assert code == 1
     assert [x["id"] for x in json.loads(out)["baseline"]["regressions"]] == ["two-wrong"]
+    # --summary: the same figures and exit code, and no case id anywhere.
+    code, out, _ = run("eval", str(corpus), "--baseline", str(baseline), "--summary")
+    assert code == 1
+    assert "RATES" in out and "CALIBRATION" in out and "1 regression(s), 1 improved" in out
+    assert not [c for c in blessed["cases"] if c in out] and "CONFUSION" not in out
+    assert run("eval", str(corpus), "--summary", "--format", "json")[0] == 2
 
 
 def test_baseline_errors(tmp_path: Path) -> None:
