@@ -103,6 +103,12 @@ def _escape_text(line: str) -> str:
             assert run is not None
             ticks = run.group(0)
             close = _closing_run(line, run.end(), len(ticks))
+            meant = _escaped_backtick_span(line, i) if close is not None else None
+            if meant is not None:
+                end, span = meant
+                parts.append(span)
+                i = end
+                continue
             if close is None:
                 # No code span: literal backticks, escaped so that text put next to this one
                 # (a title in a link, then a tell) cannot pair them with a backtick of its own.
@@ -120,6 +126,29 @@ def _escape_text(line: str) -> str:
             parts.append(_TEXT_ESCAPES.get(c, c))
         i += 1
     return "".join(parts)
+
+
+def _escaped_backtick_span(line: str, start: int) -> tuple[int, str] | None:
+    """An author's `` `a \\`b\\` c` ``: a one-backtick code span that escapes the backticks
+    inside it. Markdown has no escapes in code (the span would end at `\\`` and the rest show
+    raw), so the span is rewritten as one that holds its backticks: (end, new span), or None
+    when the span at `start` is not of that kind."""
+    if line[start : start + 2] == "``":
+        return None
+    i, n, escaped = start + 1, len(line), False
+    while i < n:
+        c = line[i]
+        # (`\\` alone, a span holding one backslash, is what it says.)
+        if c == "\\" and line[i + 1 : i + 2] == "`" and i > start + 1:
+            escaped = True
+            i += 2
+            continue
+        if c == "`":
+            if not escaped or line[i + 1 : i + 2] == "`":
+                return None
+            return i + 1, code_span(line[start + 1 : i].replace("\\`", "`"))
+        i += 1
+    return None
 
 
 def _closing_run(line: str, start: int, width: int) -> int | None:
