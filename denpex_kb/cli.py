@@ -845,6 +845,14 @@ def _built_hub_url() -> str | None:
     help="List the read-only commands that would settle the verdict (df, lsof, dmesg...).",
 )
 @click.option(
+    "--entry",
+    "focus_id",
+    metavar="ID",
+    default=None,
+    help="Say first whether the log shows this entry's failure, and if not, why not (ruled out "
+    "by facts, explained by another entry, one of several...). Exit 0 only when it is the root cause.",
+)
+@click.option(
     "--run",
     "run_checks",
     is_flag=True,
@@ -867,12 +875,14 @@ def match_cmd(
     check: bool,
     run_checks: bool,
     jobs: int | None,
+    focus_id: str | None,
 ) -> None:
     """Find the failure in a log: files, .gz, folders of per-rank logs, or stdin ('-' or none).
 
     Prints the root-cause entry with the lines that prove it, the initiating rank, the
     collateral errors, the fix and the command that verifies it. Exit codes: 0 a confident root
-    cause, 1 no confident match, 2 usage or input error.
+    cause, 1 no confident match, 2 usage or input error. With --entry ID: 0 when ID is the
+    confident root cause, else 1.
     """
     from .engine import Engine, InputError, RulesError, collect_sources, load_rulepack
 
@@ -892,6 +902,9 @@ def match_cmd(
             from .engine.split import default_jobs
 
             jobs = default_jobs()
+        titles = {e["id"]: e["title"] for e in pack["entries"]}
+        if focus_id is not None and focus_id not in titles:
+            raise UserError(f"no entry {focus_id!r} in the rule pack (`denpex-kb list` shows them)")
         report = _diagnose(engine, sources, stdin_data, b"", kb_dir, pack, jobs)
         if check:
             report = _check_and_rerun(engine, sources, stdin_data, kb_dir, pack, report, run_checks)
@@ -899,8 +912,14 @@ def match_cmd(
         raise UserError(str(exc)) from None
     from .termsafe import displayable
 
+    if focus_id is not None:
+        from .engine.focus import entry_focus
+
+        report["focus"] = entry_focus(report, focus_id, titles[focus_id])
     report = displayable(report)
     code = 0 if report["verdict"] == "confident" else 1
+    if focus_id is not None:
+        code = 0 if report["focus"]["standing"] == "root-cause" else 1
     if fmt != "json" and not OPTS.quiet:
         from .termsafe import escape_controls
 

@@ -297,3 +297,66 @@ def test_a_harmless_warning_alone_is_called_harmless_not_a_missing_error(engine:
     assert any(n.startswith("Only lines that are harmless") for n in r["notes"])
     r2 = run(engine, warn + DS_OPT_ADAM.replace("DeepSpeedCPUAdam", "DeepSpeedCPUAdagrad"))
     assert not any(n.startswith("Only lines that are harmless") for n in r2["notes"])
+
+
+# --- one entry's standing (`match --entry ID`) ----------------------------------------------
+
+NCCL_SHM = (
+    "[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call "
+    "failed or device error. \n"
+    "[rank3]: Last error:\n"
+    "[rank3]: Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 bytes\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "entry", "standing"),
+    [
+        (ERRNO28 + DF_FREE, "disk-full-enospc", "ruled-out"),
+        (ERRNO28 + DF_FREE, "inode-exhaustion-enospc", "differential"),
+        (ERRNO28 + DF_FULL, "disk-full-enospc", "root-cause"),
+        (NCCL_SHM, "dev-shm-too-small", "root-cause"),
+        (NCCL_SHM, "nccl-system-error", "consequence"),
+        (NCCL_SHM, "cuda-oom-fragmentation", "absent"),
+    ],
+)
+def test_entry_focus_says_where_one_entry_stands(
+    engine: Engine, log: str, entry: str, standing: str
+) -> None:
+    from denpex_kb.engine.focus import entry_focus
+
+    r = run(engine, log)
+    f = entry_focus(r, entry)
+    assert f["standing"] == standing, (f, r["verdict"])
+    assert bool(f["evidence"]) == (standing != "absent")
+    if standing == "ruled-out":
+        assert f["facts_against"] and "35%" in f["facts_against"][0]["lines"][0]["text"]
+    if standing == "consequence":
+        assert "dev-shm-too-small" in f["detail"]
+
+
+def test_match_entry_cli_exit_code_and_schema(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    import jsonschema
+    from click.testing import CliRunner
+
+    from denpex_kb.cli import main
+    from denpex_kb.schemas import load_schema, strict_schema
+
+    log = tmp_path / "seed.log"
+    log.write_text(ERRNO28 + DF_FREE)
+    runner = CliRunner()
+    res = runner.invoke(main, ["match", "--entry", "disk-full-enospc", str(log)])
+    assert res.exit_code == 1 and res.stdout.startswith("ENTRY disk-full-enospc  RULED-OUT")
+    assert "35% /ckpt" in res.stdout and "THE WHOLE DIAGNOSIS" in res.stdout
+    res = runner.invoke(
+        main, ["match", "--format", "json", "--entry", "disk-full-enospc", str(log)]
+    )
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, strict_schema(load_schema("report")))
+    assert doc["focus"]["standing"] == "ruled-out" and doc["format_version"] == "1.2"
+    log.write_text(ERRNO28 + DF_FULL)
+    assert runner.invoke(main, ["match", "--entry", "disk-full-enospc", str(log)]).exit_code == 0
+    res = runner.invoke(main, ["match", "--entry", "no-such-entry", str(log)])
+    assert res.exit_code == 2 and "no entry 'no-such-entry'" in res.stderr

@@ -215,7 +215,7 @@ class Engine:
         }
         report["scanner"] = self.prefilter.name
         report["format"] = "denpex-report"
-        report["format_version"] = "1.1"
+        report["format_version"] = "1.2"
         return report
 
     @staticmethod

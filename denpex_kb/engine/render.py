@@ -160,11 +160,29 @@ def _others(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
     return out
 
 
+def _focus_text(focus: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+    head = "YES" if focus["standing"] == "root-cause" else focus["standing"].upper()
+    out = [
+        c(f"ENTRY {focus['entry']}", "1") + f"  {c(head, '1;31' if head == 'YES' else '1;33')}",
+        f"  {escape_controls(focus['detail'])}",
+    ]
+    for ev in focus["evidence"][:3]:
+        out.append(f"    {_where(ev)}: {escape_controls(ev['text'].strip()[:200])}")
+    for f in focus["facts_against"]:
+        for ln in f.get("lines", [])[:1]:
+            out.append(
+                f"    against: {ln['file']}:{ln['line']}: {escape_controls(ln['text'].strip()[:160])}"
+            )
+    return out + ["", c("THE WHOLE DIAGNOSIS", "1")]
+
+
 def render_text(report: dict[str, Any], color: bool = False, hub: str | None = None) -> str:
     """The report for a terminal. `hub`: base URL of a built docs hub (e.g. file:///.../site/)
-    to turn the entry's page path into a link that opens."""
+    to turn the entry's page path into a link that opens. A report with `focus` (`match
+    --entry`) starts with that entry's standing."""
     c = _paint(color)
-    out = _headline(report, c, hub) + _initiator(report)
+    out = _focus_text(report["focus"], c) if report.get("focus") else []
+    out += _headline(report, c, hub) + _initiator(report)
     if report["root_cause"]:
         out += _root_cause_body(report["root_cause"], c)
     out += _settle(report, c) + _links(report, c) + _others(report, c)
@@ -190,6 +208,9 @@ def _hypotheses_text(hyps: list[dict[str, Any]], hub: str | None) -> list[str]:
 
 def render_markdown(report: dict[str, Any]) -> str:
     out: list[str] = []
+    if report.get("focus"):
+        f = report["focus"]
+        out += [f"**`{f['entry']}`: {f['standing']}**: {f['detail']}", ""]
     rc = report["root_cause"]
     if rc:
         out.append(f"### denpex-kb: {rc['title']}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import PHASE_TITLES, Entry, KnowledgeBase
-from .glance import fix_at_a_glance
+from .glance import fix_at_a_glance, terminal_commands
 from .markdown import (
     _badge,
     code_span,
@@ -156,6 +156,7 @@ def entry_page(entry: Entry, kb: KnowledgeBase) -> str:
     add('<p class="dx-badges" markdown>' + " ".join(badges) + "</p>\n")
     add(f'<p class="dx-summary" markdown>{inline_ln(entry.summary)}</p>\n')
     add(fix_at_a_glance(entry))
+    add(terminal_commands(entry))
 
     # What you see
     # Rendered as raw HTML on purpose: a heading without an id keeps "What you see" in the

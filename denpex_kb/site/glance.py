@@ -83,3 +83,17 @@ def fix_at_a_glance(entry: Entry) -> str:
     b.append(fence(entry.verify.command, "bash") + "\n")
     b.append("</section>\n")
     return "\n".join(b)
+
+
+def terminal_commands(entry: Entry) -> str:
+    """The `denpex-kb` commands for this entry: does my log show it, and the entry offline."""
+    cmds = (
+        f"denpex-kb match --entry {entry.id} train.log   # does this log show it? if not, why not\n"
+        f"denpex-kb show {entry.id}"
+    )
+    return (
+        '<section class="dx-cli" data-search-exclude markdown>\n'
+        '<p class="dx-glance-title" markdown>**From a terminal** '
+        "([the CLI](../cli.md))</p>\n\n" + fence(cmds, "bash") + "\n</section>\n"
+    )
+

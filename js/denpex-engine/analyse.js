@@ -254,7 +254,7 @@ export class Analysis {
     };
     report.scanner = "javascript"; // no multi-pattern prefilter: every line is checked
     report.format = "denpex-report";
-    report.format_version = "1.1";
+    report.format_version = "1.2";
     return report;
   }
 }
