@@ -96,4 +96,3 @@ def terminal_commands(entry: Entry) -> str:
         '<p class="dx-glance-title" markdown>**From a terminal** '
         "([the CLI](../cli.md))</p>\n\n" + fence(cmds, "bash") + "\n</section>\n"
     )
-
