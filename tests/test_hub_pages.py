@@ -453,3 +453,15 @@ def test_in_chromium_catalogue_sorts_dark_mode_404_copy(hub: Path, kb, browser) 
         context.close()
     assert not off_disk, off_disk
     assert not errors, errors
+
+
+def test_hub_tour_shows_existing_screenshots() -> None:
+    # The pictures docs/hub-tour.md shows (scripts/screenshots.py takes them): desktop and phone,
+    # the Diagnose page and an entry page, each a real PNG.
+    tour = (ROOT / "docs" / "hub-tour.md").read_text("utf-8")
+    images = re.findall(r"\]\((images/[^)]+\.png)\)", tour)
+    assert {Path(i).stem for i in images} == {
+        f"hub-{page}-{view}" for page in ("diagnose", "entry") for view in ("desktop", "phone")
+    }
+    for i in images:
+        assert (ROOT / "docs" / i).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
