@@ -135,9 +135,9 @@ def test_pid_resolved_hits_carry_how(fx: Engine, monkeypatch: pytest.MonkeyPatch
     seen = []
     real = Engine._resolve_ranks
 
-    def spy(hits, unexplained, pmap, summary, seen_ranks):  # noqa: ANN001, ANN202
-        real(hits, unexplained, pmap, summary, seen_ranks)
-        seen.extend(hits)
+    def spy(run):  # noqa: ANN001, ANN202
+        real(run)
+        seen.extend(run.hits)
 
     monkeypatch.setattr(Engine, "_resolve_ranks", staticmethod(spy))
     fx.analyse_bytes((SPAWN.format(pid=5, lr=0) + NCCL_WARN.format(pid=5, dev=0)).encode())

@@ -8,6 +8,7 @@ import io
 import os
 import stat
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from . import read, split
@@ -37,6 +38,21 @@ MAX_UNEXPLAINED = 256
 # as evidence and the rest only counted, so a log where every line is a hit costs no more memory
 # than one with a few (the report cites at most a dozen lines an entry anyway).
 MAX_HITS_PER_SIGNAL = 512
+
+
+@dataclass
+class _Run:
+    """What one analysis gathers over all its sources, in input order (one per `analyse` call;
+    mutable on purpose: the scan appends to it line by line)."""
+
+    facts: FactCollector
+    hits: list[Hit] = field(default_factory=list)
+    printed: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    summary: ElasticSummary = field(default_factory=ElasticSummary)
+    seen_ranks: set[int] = field(default_factory=set)
+    world: list[int] = field(default_factory=list)
+    unexplained: list[Hit] = field(default_factory=list)
+    pmap: ProcessMap = field(default_factory=ProcessMap)
 
 
 class _RankLines:
@@ -141,15 +157,8 @@ class Engine:
     ) -> dict[str, Any]:
         """The report on these sources. With jobs > 1, a large regular file is scanned by that
         many worker processes (engine.split): the same report, sooner."""
-        hits: list[Hit] = []
-        printed: dict[str, set[str]] = defaultdict(set)
-        summary = ElasticSummary()
+        run = _Run(FactCollector(self.fact_spec))
         inputs = []
-        seen_ranks: set[int] = set()
-        world: list[int] = []
-        unexplained: list[Hit] = []
-        pmap = ProcessMap()
-        facts = FactCollector(self.fact_spec)
         self._hit_counts: dict[tuple, int] = defaultdict(int)
         self.hits_dropped = 0
         # A file in a folder that cannot be read (or a truncated archive) is a warning; the
@@ -164,20 +173,7 @@ class Engine:
                 warnings.append(str(exc))
                 continue
             try:
-                n_lines, n_bytes = self._scan_source(
-                    si,
-                    src,
-                    stream,
-                    hits,
-                    printed,
-                    summary,
-                    seen_ranks,
-                    world,
-                    unexplained,
-                    facts,
-                    pmap,
-                    jobs,
-                )
+                n_lines, n_bytes = self._scan_source(si, src, stream, run, jobs)
             except InputError as exc:
                 if not src.in_folder:
                     raise
@@ -190,21 +186,21 @@ class Engine:
             inputs.append({"file": src.name, "lines": n_lines, "bytes": n_bytes})
         if not inputs and warnings:
             raise InputError(warnings[0])
-        self._resolve_ranks(hits, unexplained, pmap, summary, seen_ranks)
-        firings = evaluate(self.entries, self.sig_index, hits, printed)
-        cands = build_candidates(firings, hits, self.sig_entry)
-        diag = diagnose(cands, facts.records, self.scoring)
+        self._resolve_ranks(run)
+        firings = evaluate(self.entries, self.sig_index, run.hits, run.printed)
+        cands = build_candidates(firings, run.hits, self.sig_entry)
+        diag = diagnose(cands, run.facts.records, self.scoring)
         names = [s.name for s in sources]
         report = explain(
             diag,
-            summary,
+            run.summary,
             names,
-            max(world) if world else None,
-            seen_ranks,
-            unexplained,
+            max(run.world) if run.world else None,
+            run.seen_ranks,
+            run.unexplained,
         )
-        report["versions"] = {k: sorted(v) for k, v in sorted(printed.items())}
-        report["facts"] = facts.as_json()
+        report["versions"] = {k: sorted(v) for k, v in sorted(run.printed.items())}
+        report["facts"] = run.facts.as_json()
         report["hits_beyond_cap"] = self.hits_dropped
         report["inputs"] = inputs
         report["warnings"] = warnings
@@ -219,19 +215,13 @@ class Engine:
         return report
 
     @staticmethod
-    def _resolve_ranks(
-        hits: list[Hit],
-        unexplained: list[Hit],
-        pmap: ProcessMap,
-        summary: ElasticSummary,
-        seen_ranks: set[int],
-    ) -> None:
+    def _resolve_ranks(run: _Run) -> None:
         """Lines without a rank: through the log's pid (or NCCL device) map, else a shard name."""
-        pmap.learn_elastic(summary)
-        for h in hits + unexplained:
+        run.pmap.learn_elastic(run.summary)
+        for h in run.hits + run.unexplained:
             if h.rank is not None:
                 continue
-            got = pmap.resolve(h.process, h.host) if h.process is not None else None
+            got = run.pmap.resolve(h.process, h.host) if h.process is not None else None
             if got is not None:
                 rank, kind, h.host, h.rank_via = got
             elif h.weak_rank is not None:
@@ -240,7 +230,7 @@ class Engine:
                 continue
             h.rank = rank
             h.key = ("rank", rank, h.host if kind == "local" else None)
-            seen_ranks.add(rank)
+            run.seen_ranks.add(rank)
 
     @staticmethod
     def _time_of(
@@ -297,36 +287,11 @@ class Engine:
 
     # ------------------------------------------------------------------------------------
     def _scan_source(
-        self,
-        si: int,
-        src: Source,
-        stream: BinaryIO,
-        hits: list[Hit],
-        printed: dict[str, set[str]],
-        summary: ElasticSummary,
-        seen_ranks: set[int],
-        world: list[int],
-        unexplained: list[Hit],
-        facts: FactCollector,
-        pmap: ProcessMap,
-        jobs: int = 1,
+        self, si: int, src: Source, stream: BinaryIO, run: _Run, jobs: int = 1
     ) -> tuple[int, int]:
         pre = self._prescan(src, stream, jobs)
         try:
-            return self._scan_blocks(
-                si,
-                src,
-                stream,
-                hits,
-                printed,
-                summary,
-                seen_ranks,
-                world,
-                unexplained,
-                facts,
-                pmap,
-                pre,
-            )
+            return self._scan_blocks(si, src, stream, run, pre)
         finally:
             if pre is not None:
                 pre.close()
@@ -359,25 +324,16 @@ class Engine:
         )
 
     def _scan_blocks(
-        self,
-        si: int,
-        src: Source,
-        stream: BinaryIO,
-        hits: list[Hit],
-        printed: dict[str, set[str]],
-        summary: ElasticSummary,
-        seen_ranks: set[int],
-        world: list[int],
-        unexplained: list[Hit],
-        facts: FactCollector,
-        pmap: ProcessMap,
-        pre: Prescan | None,
+        self, si: int, src: Source, stream: BinaryIO, run: _Run, pre: Prescan | None
     ) -> tuple[int, int]:
+        # Locals: the loop below runs once per candidate line.
+        hits, printed, world, seen_ranks = run.hits, run.printed, run.world, run.seen_ranks
+        unexplained, facts, pmap = run.unexplained, run.facts, run.pmap
         attr = self.attr
         normalise = self.normalise
         sigset = self.sigset
         file_rank, file_kind = attr.file_rank(src.name) if src.path is not None else (None, None)
-        parser = ElasticParser(self.globals, summary)
+        parser = ElasticParser(self.globals, run.summary)
         item_start_rx = self.item_start_rx
         rank_lines = _RankLines()
         unexplained_seen: set[tuple] = set()
