@@ -123,3 +123,29 @@ def test_unknown_error_sharing_only_function_words_gets_no_suggestion() -> None:
     # An informative shared word still counts.
     rel = related_entries("RuntimeError: some totally unknown inflight params failure")
     assert rel and rel[0]["id"] == "zero3-still-have-inflight-params"
+
+
+def test_a_broken_knowledge_base_costs_only_the_suggestions(tmp_path: Path) -> None:
+    from denpex_kb.engine import suggest_related
+
+    (tmp_path / "kb" / "x").mkdir(parents=True)
+    (tmp_path / "kb" / "x" / "bad.yaml").write_text("id: [not, valid\n")
+    report = {
+        "verdict": "none",
+        "unrecognised_errors": [{"text": "RuntimeError: inflight params remain"}],
+    }
+    suggest_related(report, kb_dir=str(tmp_path / "kb"))
+    assert report["related"] == []
+
+
+def test_other_index_failures_are_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from denpex_kb import index
+    from denpex_kb.engine import suggest_related
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ValueError("index bug")
+
+    monkeypatch.setattr(index, "related_entries", broken)
+    report = {"verdict": "none", "unrecognised_errors": [{"text": "RuntimeError: x y"}]}
+    with pytest.raises(ValueError, match="index bug"):
+        suggest_related(report)

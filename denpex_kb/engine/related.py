@@ -4,6 +4,7 @@ full-text index; a clear winner becomes a probable cause (spec: docs/report-form
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 # A text-index suggestion becomes a probable cause only when it is a clear winner: at least this
@@ -28,13 +29,18 @@ def suggest_related(
         report["related"] = []
         return
     from ..index import related_entries
-    from ..kb import KBError
 
     query = "\n".join(e["text"] for e in errors[:10])
     try:
         report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
-    except KBError:
-        report["related"] = []  # a broken knowledge base only costs the suggestions
+    except Exception as exc:
+        # A broken knowledge base only costs the suggestions. KBError comes from denpex_kb.kb,
+        # imported only when the index had to be built: importing it here to name the class
+        # (JSON Schema, YAML) would cost every run with a cached index a quarter of a second.
+        kb_module = sys.modules.get("denpex_kb.kb")
+        if kb_module is None or not isinstance(exc, kb_module.KBError):
+            raise
+        report["related"] = []
     if pack is not None:
         _promote_clear_winner(report, pack, errors)
 
