@@ -432,6 +432,7 @@ GENERIC_TERMS = frozenset(
 _FUNCTION_WORDS = frozenset(
     "about after again all also any been before being but can cannot could did do does done "
     "each few had how if into may might more most must other our over same should so some such "
+    "unknown unexpected "
     "than then there these they those too under very we what when where which who why would".split()
 )
 UNINFORMATIVE_TERMS = GENERIC_TERMS | _FUNCTION_WORDS

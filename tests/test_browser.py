@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -514,5 +515,33 @@ def test_diagnose_page_without_workers_runs_in_the_page(hub: Path, browser, tmp_
         )
         assert [c["id"] for c in got["collateral"]] == [c["id"] for c in want["collateral"]]
         assert s.errors == [] and s.blocked == []
+    finally:
+        s.close()
+
+
+def test_unrecognised_error_links_to_the_hub_search(hub: Path, browser) -> None:  # noqa: ANN001
+    # Composed: a Python traceback whose error no entry knows, but whose words the FastFileWriter
+    # and ENOSPC entries use.
+    text = (
+        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "RuntimeError: checkpoint writer FastFileWriter reported a strange rotation state\n"
+    )
+    s = Offline(browser)
+    try:
+        s.page.goto((hub / "diagnose.html").as_uri() + "#dx-text=" + quote(text))
+        report = _page_report(s.page)
+        assert report["verdict"] == "none" and report["unrecognised_errors"]
+        link = s.page.locator("#dx-search-error")
+        assert "index.html?q=RuntimeError" in link.get_attribute("href")
+        link.click()
+        s.page.wait_for_function(
+            "() => document.querySelectorAll('.md-search-result__list > li').length > 0",
+            timeout=30_000,
+        )
+        first = s.page.eval_on_selector(
+            ".md-search-result__list > li > a.md-search-result__link", "e => e.href"
+        )
+        assert "fastfilewriter" in first
+        assert not s.blocked and not s.errors, (s.blocked, s.errors)
     finally:
         s.close()

@@ -130,7 +130,14 @@ def _links(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
     return out
 
 
-def _others(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
+def _hub_search(hub: str, text: str) -> str:
+    """A link that opens the built hub's search on this error line (`?q=`, as a shared search)."""
+    from urllib.parse import quote
+
+    return f"{hub}index.html?q={quote(text.strip()[:200], safe='')}"
+
+
+def _others(report: dict[str, Any], c, hub: str | None = None) -> list[str]:  # noqa: ANN001
     rc = report["root_cause"]
     shown = {x["id"] for x in report.get("differential", []) + report.get("probable", [])}
     shown |= {x["id"] for x in report.get("consequences", []) + report.get("ruled_out", [])}
@@ -148,6 +155,9 @@ def _others(report: dict[str, Any], c) -> list[str]:  # noqa: ANN001
         for ev in report["unrecognised_errors"][:8]:
             out.append(f"  {_where(ev)}")
             out.append(f"    {escape_controls(ev['text'].strip()[:300])}")
+        if hub:
+            first = report["unrecognised_errors"][0]["text"]
+            out.append(f"  search the hub for it: {_hub_search(hub, first)}")
     if report.get("related"):
         out.append("\n" + c("RELATED ENTRIES", "1") + " (text similarity: a hint, not a diagnosis)")
         out += [
@@ -185,7 +195,7 @@ def render_text(report: dict[str, Any], color: bool = False, hub: str | None = N
     out += _headline(report, c, hub) + _initiator(report)
     if report["root_cause"]:
         out += _root_cause_body(report["root_cause"], c)
-    out += _settle(report, c) + _links(report, c) + _others(report, c)
+    out += _settle(report, c) + _links(report, c) + _others(report, c, hub)
     return "\n".join(out) + "\n"
 
 

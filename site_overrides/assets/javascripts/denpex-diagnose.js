@@ -484,6 +484,10 @@
     }
     if (report.unrecognised_errors.length) {
       result.append(el("h3", {}, "Errors no entry recognises"), evidenceTable(report.unrecognised_errors));
+      // The hub's own search on the first of them: the entries whose text is closest (what
+      // `denpex-kb match` lists as related entries), with the search's own judgement.
+      const first = report.unrecognised_errors[0].text.trim().slice(0, 200);
+      result.append(el("p", { class: "dx-related" }, el("a", { id: "dx-search-error", href: SITE + "index.html?q=" + encodeURIComponent(first) }, "Search the hub for this error"), " (text similarity: a hint, not a diagnosis)"));
     }
     if (report.notes.length) result.append(el("h3", {}, "Notes"), el("ul", { class: "dx-notes" }, report.notes.map((n) => el("li", {}, n))));
     if (report.warnings && report.warnings.length) result.append(el("ul", { class: "dx-warnings" }, report.warnings.map((n) => el("li", {}, n))));
