@@ -49,7 +49,6 @@ WRITE_AN_ENTRY = "write-an-entry.md"
 RULE_PACK_FORMAT = "rule-pack-format.md"
 REPORT_FORMAT = "report-format.md"
 USING_PAGES = (
-    ("The hub in pictures", "hub-tour.md"),
     ("Command line", "cli.md"),
     ("Python API", "api.md"),
 )

@@ -402,7 +402,19 @@
   const CLEAR_SHARE = 0.25;
   const CLEAR_MARGIN = 2;
   const KEYWORDS = 4;
+  // One traceback frame and nothing else, in a function many pages name (`step`, `forward`):
+  // every traceback through it has that frame, so it names no failure, however many pages
+  // quote it. A rare function (`_exec_reduce_grads`) is still searched as usual.
+  const FRAME_ONLY = /^\s*File "[^"\n]+", line \d+, in (\S+)\s*$/;
+  const COMMON_SHARE = 0.05;
+  function genericFrame(q) {
+    const m = FRAME_ONLY.exec(q.raw || "");
+    if (!m || !hub.ready || !hub.n) return false;
+    const ws = words(m[1]).filter((w) => w.length > 1);
+    return ws.length > 0 && ws.every((w) => (hub.df.get(w) || 0) >= COMMON_SHARE * hub.n);
+  }
   function judge(q, groups) {
+    if (genericFrame(q)) return { groups: groups.slice(0, 3), good: false, best: null, scored: [], frame: true };
     const terms = q.terms || [];
     if (!hub.ready || !terms.length || !groups.length) {
       // nothing found for words the hub has, or only words it does not have
@@ -590,8 +602,9 @@
       if (meta) meta.textContent = "No good match";
       const p = document.createElement("p");
       p.className = "dx-search-none";
-      p.textContent =
-        verdict.groups.length
+      p.textContent = verdict.frame
+        ? "No entry in this hub matches this error text: a traceback frame alone names no failure. Search for the exception line (the last line of the traceback), or paste the whole traceback."
+        : verdict.groups.length
           ? "No entry in this hub matches this error text well: the pages below share only some of its words."
           : "No entry in this hub matches this error text.";
       parts.push(p);
