@@ -360,3 +360,11 @@ def test_match_entry_cli_exit_code_and_schema(tmp_path) -> None:  # noqa: ANN001
     assert runner.invoke(main, ["match", "--entry", "disk-full-enospc", str(log)]).exit_code == 0
     res = runner.invoke(main, ["match", "--entry", "no-such-entry", str(log)])
     assert res.exit_code == 2 and "no entry 'no-such-entry'" in res.stderr
+
+
+def test_focus_standings_are_the_schema_vocabulary() -> None:
+    from denpex_kb.engine.focus import STANDINGS
+    from denpex_kb.schemas import load_schema
+
+    spec = load_schema("report")["properties"]["focus"]["properties"]["standing"]["anyOf"][0]
+    assert tuple(spec["enum"]) == STANDINGS
