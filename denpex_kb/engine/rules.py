@@ -56,11 +56,7 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
         head.update(code.read_bytes())
     except OSError:
         pass
-    files = sorted(
-        p
-        for p in kb_dir.glob("*/*.y*ml")
-        if p.parent.name != "captured" and not p.parent.name.startswith((".", "_"))
-    )
+    files = [kb_dir / d / f for d, f in _entry_files(kb_dir)]
     files.append(kb_dir / "tags.yaml")
     sig = head.copy()
     sig.update(f"memo location={location} ".encode() + os.fsencode(str(kb_dir.resolve())) + b"\0")
@@ -99,6 +95,26 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
         except OSError:
             pass
     return fp
+
+
+def _entry_files(kb_dir: Path) -> list[tuple[str, str]]:
+    """(folder, file) of every entry file, in the order of their paths' parts. os.scandir, not
+    Path.glob: this runs on every `match` and `search`, and glob plus Path sorting was a tenth
+    of their start-up."""
+    out: list[tuple[str, str]] = []
+    try:
+        dirs = [d for d in os.scandir(kb_dir) if d.is_dir()]
+    except OSError:
+        return out
+    for d in dirs:
+        if d.name == "captured" or d.name.startswith((".", "_")):
+            continue
+        try:
+            names = [f.name for f in os.scandir(d.path)]
+        except OSError:
+            continue
+        out += [(d.name, n) for n in names if n.endswith((".yaml", ".yml"))]
+    return sorted(out)
 
 
 def _content_fingerprint(kb_dir: Path, h: Any, files: list[Path]) -> str:
