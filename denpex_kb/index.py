@@ -232,10 +232,8 @@ def _seeded_random(seed: str) -> Iterator[None]:
 def build_index(kb: KnowledgeBase, dest: str | Path, fingerprint: str | None = None) -> Path:
     """Build the index of `kb` into folder `dest`, atomically: it is written beside `dest` and
     renamed into place only when complete, so a crash never leaves a half-built index."""
-    from whoosh import index as windex
-
     from . import atomic
-    from ._whoosh import whoosh_schema
+    from ._whoosh import whoosh_schema, windex
 
     dest = Path(dest)
     fingerprint = fingerprint or kb_fingerprint(kb.root)
@@ -281,7 +279,7 @@ class TextIndex:
     """A read-only handle on a built index."""
 
     def __init__(self, path: str | Path) -> None:
-        from whoosh import index as windex
+        from ._whoosh import windex  # whoosh is imported there, leanly, before anything else
 
         self.path = Path(path)
         try:
