@@ -368,3 +368,42 @@ def test_focus_standings_are_the_schema_vocabulary() -> None:
 
     spec = load_schema("report")["properties"]["focus"]["properties"]["standing"]["anyOf"][0]
     assert tuple(spec["enum"]) == STANDINGS
+
+
+# The P2P status matrix of `nvidia-smi topo -p2p r`, laid out as in noonghunna/club-3090#1229.
+P2P_MATRIX = " \tGPU0\tGPU1\t\n GPU0\tX\t{s}\t\n GPU1\t{s}\tX\t\n"
+RTX4090 = (
+    "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-3c1f0a2e-5b7d-4e11-9a0c-7f2d7e6b1a01)\n"
+    "GPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-8d2e4b6a-1c3f-4a7b-b9e2-0e5c4f3a2b02)\n"
+)
+WATCHDOG = (
+    "[rank0]:[E820 10:42:04.906457629 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=65536, "
+    "NumelOut=65536, Timeout(ms)=1800000) ran for 1800091 milliseconds before timing out.\n"
+)
+TOPO_M = (
+    "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tPHB\t0-63\t0\t\tN/A\n"
+    "GPU1\tPHB\t X \t0-63\t0\t\tN/A\n"
+)
+
+
+def test_consumer_gpu_watchdog_is_probable_until_the_p2p_matrix_settles_it(engine: Engine) -> None:
+    bare = run(engine, RTX4090 + WATCHDOG)
+    assert bare["verdict"] == "probable" and hyp_ids(bare) == ["gpu-p2p-unsupported-hang"]
+    ok = run(engine, RTX4090 + P2P_MATRIX.format(s="OK") + WATCHDOG)
+    assert ok["verdict"] == "confident"
+    assert ok["root_cause"]["id"] == "gpu-p2p-unsupported-hang"
+    assert [f["fact"] for f in ok["root_cause"]["facts_for"]] == ["gpu_p2p"]
+    gns = run(engine, RTX4090 + P2P_MATRIX.format(s="GNS") + WATCHDOG)
+    assert gns["verdict"] == "none" and gns["root_cause"] is None
+    ruled = [c for c in gns["ruled_out"] if c["id"] == "gpu-p2p-unsupported-hang"]
+    assert ruled and [(f["fact"], f["state"]) for f in ruled[0]["facts_against"]] == [
+        ("gpu_p2p", "fails")
+    ]
+
+
+def test_topo_m_is_not_read_as_the_p2p_matrix(engine: Engine) -> None:
+    r = run(engine, RTX4090 + TOPO_M + WATCHDOG)
+    assert "gpu_p2p" not in r["facts"]
+    assert r["verdict"] == "probable"

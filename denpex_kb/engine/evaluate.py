@@ -61,6 +61,8 @@ def parse_version(v: str):  # noqa: ANN201 - packaging.version.Version | None
 def check_versions(conds: list[dict[str, str]], printed: dict[str, set[str]]) -> tuple[bool, int]:
     """(vetoed, number of unknown conditions). A condition holds if any printed version of the
     package satisfies it; it is unknown when the log prints no parseable version of the package."""
+    if not any(printed.get(c["package"]) for c in conds):
+        return False, len(conds)  # nothing to compare: no need to import packaging (start-up)
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     unknown = 0
