@@ -1553,8 +1553,9 @@ def _(ctx: Ctx) -> Output:
     "init-fastgen-flatten-missing-lm-head",
     "init",
     "DeepSpeed-Inference v2 flatten_inference_model on a Llama-2 non-transformer container filled "
-    "without lm_head.weight (a tied-embedding checkpoint); CPU stand-ins for the transform hooks "
-    "and the CUDA-only ragged_utils op",
+    "without lm_head.weight (a tied-embedding checkpoint); CPU stand-ins for the transform hooks, "
+    "the CUDA-only ragged_utils op and the flat buffer's device (the last two used only after the "
+    "failing metadata pass)",
     venv="0.19.5",
 )
 def _(ctx: Ctx) -> Output:

@@ -3,12 +3,15 @@
 Fills DeepSpeed's Llama-2 non-transformer container the way populate_model_parameters does
 (set_dependency per checkpoint tensor name), then calls the real flatten_inference_model.
 Without `lm_head.weight` (a tied-embedding checkpoint) the unembedding container is never
-finalised. Run with `--with-lm-head` for the control, which gets past that step.
+finalised. Run with `--with-lm-head` for the control, which completes the whole flattening.
 
-Two stand-ins, because this machine has no GPU: the model's transform_* hooks wrap the tensor
-as an InferenceParameter unchanged (the real ones shard/cast it), and the CUDA-only ragged_utils
-op (loaded at the top of flatten_inference_model, used only after the metadata pass) is
-replaced by a buffer view. Nothing of the flattening logic itself is replaced.
+Three stand-ins, because this machine has no GPU: the model's transform_* hooks wrap the tensor
+as an InferenceParameter unchanged (the real ones shard/cast it); the CUDA-only ragged_utils op
+(loaded at the top of flatten_inference_model, used only after the metadata pass) is replaced by
+a buffer view; and flat_model_helpers' get_accelerator, read only for the device of the flat
+buffer after the metadata pass, names "cpu" (DeepSpeed's CPU accelerator answers device index 0,
+which torch.empty reads as CUDA). The failure is raised in the metadata pass, before the last
+two are used. Nothing of the flattening logic itself is replaced.
 """
 
 import sys
@@ -32,6 +35,12 @@ class _BufferViewOp:
         return self
 
 
+class _CPUDevice:
+    @staticmethod
+    def current_device():
+        return "cpu"
+
+
 class _StandInModel:
     def transform_embedding_param(self, p):
         return InferenceParameter.initialize(p)
@@ -45,6 +54,7 @@ class _StandInModel:
 
 def main() -> None:
     flat_model_helpers.RaggedUtilsBuilder = _BufferViewOp
+    flat_model_helpers.get_accelerator = _CPUDevice
     print(f"deepspeed {deepspeed.__version__} torch {torch.__version__}", flush=True)
     shapes = {
         "model.embed_tokens.weight": (32, 8),
@@ -58,8 +68,8 @@ def main() -> None:
     container = Llama2NonTransformerContainer(_StandInModel())
     for name in names:
         container.set_dependency(name, torch.randn(*shapes[name], dtype=torch.float16))
-    flat_model_helpers.flatten_inference_model([], container, "Llama2Policy")
-    print("flatten_inference_model: metadata pass done", flush=True)
+    buffer, metadata = flat_model_helpers.flatten_inference_model([], container, "Llama2Policy")
+    print(f"flatten_inference_model: done, flat buffer of {buffer.numel()} bytes", flush=True)
 
 
 if __name__ == "__main__":
