@@ -1544,3 +1544,19 @@ def _(ctx: Ctx) -> Output:
     argv += [ctx.script("op_load.py"), "CPUAdamBuilder"]
     env = {"CXX": str(cxx), "CC": str(cxx), "TORCH_EXTENSIONS_DIR": str(ext)}
     return ctx.run(argv, cwd=ctx.fresh("launch"), env=env, timeout=400)
+
+
+# --------------------------------------------------------------------------- inference v2 (FastGen)
+
+
+@case(
+    "init-fastgen-flatten-missing-lm-head",
+    "init",
+    "DeepSpeed-Inference v2 flatten_inference_model on a Llama-2 non-transformer container filled "
+    "without lm_head.weight (a tied-embedding checkpoint); CPU stand-ins for the transform hooks, "
+    "the CUDA-only ragged_utils op and the flat buffer's device (the last two used only after the "
+    "failing metadata pass)",
+    venv="0.19.5",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("fastgen_flatten_missing_tensor.py")
