@@ -49,7 +49,7 @@ TABLES: list[dict[str, Any]] = [
         # affinity columns and PHB/NV# cells) is never read as this table.
         "id": "nvidia-smi-topo-p2p",
         "fact": "gpu_p2p",
-        "description": "nvidia-smi topo -p2p r|w|rw|n|a: a row of the P2P status matrix (X, OK, CNS, GNS, TNS, NS, DR, U)",
+        "description": "nvidia-smi topo -p2p r (read) or w (write): a row of the P2P status matrix (X, OK, CNS, GNS, TNS, NS, DR, U)",
         "header": r"^\s*GPU0(?:\s+GPU[0-9]+)+\s*$",
         "row": r"^\s*GPU(?P<index>[0-9]+)\s+(?P<status>(?:(?:X|OK|CNS|GNS|TNS|NS|DR|U)\s+)*(?:X|OK|CNS|GNS|TNS|NS|DR|U))\s*$",
         "types": {"index": "int"},

@@ -56,24 +56,21 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
         head.update(code.read_bytes())
     except OSError:
         pass
-    files = sorted(
-        p
-        for p in kb_dir.glob("*/*.y*ml")
-        if p.parent.name != "captured" and not p.parent.name.startswith((".", "_"))
-    )
-    files.append(kb_dir / "tags.yaml")
+    base = str(kb_dir)
+    names = [os.path.join(base, d, f) for d, f in _entry_files(kb_dir)]  # str(Path) spelling
+    names.append(os.path.join(base, "tags.yaml"))
     sig = head.copy()
     sig.update(f"memo location={location} ".encode() + os.fsencode(str(kb_dir.resolve())) + b"\0")
     now, racy = time.time(), False
-    for p in files:
+    for name in names:
         try:
-            st = p.stat()
+            st = os.stat(name)
         except OSError:
-            sig.update(os.fsencode(str(p)) + b"\0missing\0")
+            sig.update(os.fsencode(name) + b"\0missing\0")
             continue
         racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
         sig.update(
-            os.fsencode(str(p))
+            os.fsencode(name)
             + f"\0{st.st_mode} {st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode()
         )
     key = sig.hexdigest()[:32]
@@ -88,7 +85,7 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
                 return got
         except (OSError, UnicodeDecodeError):
             pass
-    fp = _content_fingerprint(kb_dir, head, files)
+    fp = _content_fingerprint(kb_dir, head, [Path(n) for n in names])
     if not racy:
         _FINGERPRINTS[key] = fp
         try:
@@ -99,6 +96,26 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
         except OSError:
             pass
     return fp
+
+
+def _entry_files(kb_dir: Path) -> list[tuple[str, str]]:
+    """(folder, file) of every entry file, in the order of their paths' parts. os.scandir, not
+    Path.glob: this runs on every `match` and `search`, and glob plus Path sorting was a tenth
+    of their start-up."""
+    out: list[tuple[str, str]] = []
+    try:
+        dirs = [d for d in os.scandir(kb_dir) if d.is_dir()]
+    except OSError:
+        return out
+    for d in dirs:
+        if d.name == "captured" or d.name.startswith((".", "_")):
+            continue
+        try:
+            names = [f.name for f in os.scandir(d.path)]
+        except OSError:
+            continue
+        out += [(d.name, n) for n in names if n.endswith((".yaml", ".yml"))]
+    return sorted(out)
 
 
 def _content_fingerprint(kb_dir: Path, h: Any, files: list[Path]) -> str:
