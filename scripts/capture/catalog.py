@@ -1560,3 +1560,28 @@ def _(ctx: Ctx) -> Output:
 )
 def _(ctx: Ctx) -> Output:
     return ctx.python("fastgen_flatten_missing_tensor.py")
+
+
+def _pip_metadata_no_torch(version: str):  # noqa: ANN202
+    def fn(ctx: Ctx) -> Output:
+        venv = ctx.fresh("venv-notorch")
+        ctx.sh("python3", "-m", "venv", venv)
+        ctx.sh(venv / "bin" / "pip", "install", "-q", "setuptools", "wheel")
+        out = ctx.fresh("pip-metadata") / "pip.log"
+        script = Path(__file__).resolve().parent / "pip_metadata_without_torch.sh"
+        r = ctx.run(["bash", str(script), str(venv / "bin" / "python"), version, str(out)])
+        return Output(out.read_text(), r.rc)
+
+    return fn
+
+
+for _v in ("0.11.0", "0.13.0", "0.13.1"):
+    case(
+        f"pip-metadata-no-torch-ds{_v}",
+        "ops",
+        f"pip's metadata step for the deepspeed=={_v} sdist with a Python that has no torch "
+        "(pip_metadata_without_torch.sh: --no-build-isolation, --no-binary :all:)",
+        needs=("network",),
+        venv="0.19.5",  # unused by the case (its own venv has no torch); recorded in the sidecar
+        expect_rc="any",  # the script records pip's own exit code in the log's last line
+    )(_pip_metadata_no_torch(_v))
