@@ -153,9 +153,14 @@ def kb_fingerprint(kb_dir: str | Path) -> str:
     sig.update(hashlib.sha256(code).digest())
     racy = False
     now = time.time()
-    for rel, path, st in _tree_files(root):
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".") or "/." in rel:
+            continue
         files.append((rel, path))
-        if st is None:
+        try:
+            st = path.stat()
+        except OSError:
             racy = True
             continue
         racy = racy or now - max(st.st_mtime, st.st_ctime) < RACY_SECONDS
@@ -184,37 +189,6 @@ def kb_fingerprint(kb_dir: str | Path) -> str:
             memo.parent.mkdir(parents=True, exist_ok=True)
             write_file(memo, (fp + "\n").encode())
     return fp
-
-
-def _tree_files(root: Path) -> list[tuple[str, Path, os.stat_result | None]]:
-    """(posix path relative to root, path, stat) of every regular file under root outside
-    hidden folders and files, in the order of their paths' parts. os.scandir rather than
-    Path.rglob plus a stat per file: its Path objects, sorting and second stat were a tenth of a
-    warm `search`. Symbolic links are followed, as rglob and is_file did."""
-    out: list[tuple[list[str], str, Path, os.stat_result | None]] = []
-    todo = [("", str(root))]
-    while todo:
-        rel_top, top = todo.pop()
-        try:
-            entries = list(os.scandir(top))
-        except OSError:
-            continue
-        for ent in entries:
-            if ent.name.startswith("."):
-                continue
-            rel = f"{rel_top}{ent.name}"
-            try:
-                if ent.is_dir():
-                    todo.append((rel + "/", ent.path))
-                    continue
-                if not ent.is_file():
-                    continue
-                st: os.stat_result | None = ent.stat()
-            except OSError:
-                st = None
-            out.append((rel.split("/"), rel, Path(ent.path), st))
-    out.sort(key=lambda x: x[0])
-    return [(rel, path, st) for _, rel, path, st in out]
 
 
 @contextlib.contextmanager

@@ -1580,7 +1580,8 @@ for _v in ("0.11.0", "0.13.0", "0.13.1"):
         f"pip-metadata-no-torch-ds{_v}",
         "ops",
         f"pip's metadata step for the deepspeed=={_v} sdist with a Python that has no torch "
-        "(pip_metadata_without_torch.sh: --no-build-isolation, --no-binary :all:)",
+        "(pip_metadata_without_torch.sh: --no-build-isolation, --no-binary :all:); the "
+        "sidecar's versions are the capture venv's, the logged run's are on the log's last line",
         needs=("network",),
         venv="0.19.5",  # unused by the case (its own venv has no torch); recorded in the sidecar
         expect_rc="any",  # the script records pip's own exit code in the log's last line

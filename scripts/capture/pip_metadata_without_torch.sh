@@ -21,6 +21,8 @@ sed -E -e "s#/tmp/pip-download-[A-Za-z0-9_]+/deepspeed_[0-9a-f]+#<sdist>#g" \
   -e "s#/tmp/pip-download-[A-Za-z0-9_]+#<pip-tmp>#g" \
   -e "s#${env_prefix}#<env>#g" -e "s#${base_lib}#<python-lib>#g" \
   -e "/^(Looking in|WARNING: Location)/d" -e "s#${work}#<download-dir>#g" \
+  -e "s#\.?/?tmp/tmp\.[A-Za-z0-9]+#<download-dir>#g" \
   "$work/raw.log" >"$out"
 echo "# exit code: $rc (deepspeed==$ver, $("$py" -c 'import sys, importlib.metadata as m; print("python", sys.version.split()[0], "pip", m.version("pip"), "setuptools", m.version("setuptools"))'))" >>"$out"
 rm -rf "$work"
+exit $rc  # pip's own exit code, so the capture sidecar records it
