@@ -25,7 +25,8 @@ RULE_SEMANTICS = (
     "else a file of that name), and produce the report. Then check each member that `expect` "
     "lists: `verdict`, `root_cause` (the root cause's id or null), `initiating_rank`, "
     "`initiating_host`, `initiating_basis` equal the report's, `consequences` the sorted ids "
-    "of the report's consequences; every id in `fired` is a "
+    "of the report's consequences, `unrecognised_lines` the line numbers of the report's "
+    "unrecognised errors, in order; every id in `fired` is a "
     "candidate that is not a hypothesis; no id in `not_fired` is; for each id in "
     "`candidates`, that candidate (not a hypothesis) has the listed members: `confidence`, "
     "`specificity`, `shadowed_by`, `ranks`, `matched_signals` (sorted), `evidence_lines` (the "
@@ -402,6 +403,21 @@ def rule_vectors() -> list[dict[str, Any]]:
         },
     )
     add(
+        "unrecognised-error-matched-by-an-unfired-signal",
+        "Unrecognised errors: a signal whose entry did not fire",
+        "Rank 1 raises an error that one signal of an all-of rule matches; the rule's second "
+        "signal is never printed, so nothing fires: the line is an unrecognised error and rank "
+        "1 the initiating rank.",
+        [_entry("rv-pair", {"a": "rvsig pone", "b": "rvsig ptwo"}, all_=("a", "b"))],
+        _stream("[rank0]: step 1 done", "[rank1]: ValueError: rvsig pone broke"),
+        {
+            "verdict": "none",
+            "unrecognised_lines": [2],
+            "initiating_rank": 1,
+            "initiating_basis": "earliest-unrecognised-error",
+        },
+    )
+    add(
         "initiating-rank-root-evidence-over-torchelastic",
         "Initiating rank: with a root cause",
         "The root cause's point is on rank 2; torchelastic's first observed failure is rank 3 "
@@ -491,6 +507,7 @@ def check_rule_vector(vector: dict[str, Any], report: dict[str, Any]) -> list[st
         "initiating_host": report["initiating_host"],
         "initiating_basis": report["initiating_basis"],
         "consequences": sorted(c["id"] for c in report["consequences"]),
+        "unrecognised_lines": [e["line"] for e in report["unrecognised_errors"]],
     }
     for k, have in got.items():
         if k in exp and exp[k] != have:

@@ -355,7 +355,7 @@ def test_match_entry_cli_exit_code_and_schema(tmp_path) -> None:  # noqa: ANN001
     )
     doc = json.loads(res.stdout)
     jsonschema.validate(doc, strict_schema(load_schema("report")))
-    assert doc["focus"]["standing"] == "ruled-out" and doc["format_version"] == "1.2"
+    assert doc["focus"]["standing"] == "ruled-out" and doc["format_version"] == "1.3"
     log.write_text(ERRNO28 + DF_FULL)
     assert runner.invoke(main, ["match", "--entry", "disk-full-enospc", str(log)]).exit_code == 0
     res = runner.invoke(main, ["match", "--entry", "no-such-entry", str(log)])
@@ -407,3 +407,46 @@ def test_topo_m_is_not_read_as_the_p2p_matrix(engine: Engine) -> None:
     r = run(engine, RTX4090 + TOPO_M + WATCHDOG)
     assert "gpu_p2p" not in r["facts"]
     assert r["verdict"] == "probable"
+
+
+# --- lines a signal matched whose entry did not fire ----------------------------------------
+
+META = "[rank2]: NotImplementedError: Cannot copy out of meta tensor; no data!\n"
+
+
+def test_an_error_line_whose_signal_fired_nothing_is_still_an_unrecognised_error(
+    engine: Engine,
+) -> None:
+    # A broad signal that waits for a second one used to hide the line: the report said the
+    # log showed no error at all.
+    warn = (
+        "[2024-05-01 10:00:00,000] [WARNING] [parameter_offload.py:87:_apply_to_tensors_only] "
+        "Invalidate trace cache @ step 0 and module 1: cache has only 0 modules\n"
+    )
+    r = run(engine, warn + META)
+    assert r["verdict"] == "none"
+    [err] = r["unrecognised_errors"]
+    assert err["line"] == 2 and err["rank"] == 2
+    assert "zero3-meta-tensor-partition" in err["declined_by"]
+    assert r["initiating_rank"] == 2 and r["initiating_basis"] == "earliest-unrecognised-error"
+    assert not any(n.startswith("Only lines that are harmless") for n in r["notes"])
+    # An error line no signal matches carries no declined_by.
+    r2 = run(engine, "[rank1]: ValueError: flux capacitor at 88 mph\n")
+    assert [e.get("declined_by") for e in r2["unrecognised_errors"]] == [None]
+
+
+def test_the_text_index_does_not_hand_a_declined_line_back_to_its_entry(
+    engine: Engine, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from denpex_kb.engine import suggest_related
+
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
+    r = run(engine, META)
+    suggest_related(r, pack=engine.pack)
+    assert r["related"][0]["id"] == "zero3-meta-tensor-partition"
+    assert r["verdict"] == "none" and r["probable"] == []
+    # The same line with the mark removed is promoted as before: the mark is what stops it.
+    r = run(engine, META)
+    del r["unrecognised_errors"][0]["declined_by"]
+    suggest_related(r, pack=engine.pack)
+    assert r["verdict"] == "probable" and r["probable_basis"] == "text-index"

@@ -119,7 +119,11 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
         "evidence": [[e["file"], e["line"], e["rank"], e["host"]] for e in rc["evidence"]]
         if rc
         else [],
-        "unrecognised": [[e["file"], e["line"], e["rank"]] for e in r["unrecognised_errors"]],
+        "unrecognised": [
+            [e["file"], e["line"], e["rank"], e.get("declined_by")]
+            for e in r["unrecognised_errors"]
+        ],
+        "cut_traceback": r["cut_traceback"],
         "versions": r["versions"],
         "facts": {k: v["count"] for k, v in r["facts"].items()},
         "notes": r["notes"],

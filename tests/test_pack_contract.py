@@ -32,7 +32,7 @@ from denpex_kb.schemas import load_schema, strict_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "tests" / "fixtures" / "published-schemas.json"
-REPORT_FORMAT_VERSION = "1.2"  # docs/report-format.md
+REPORT_FORMAT_VERSION = "1.3"  # docs/report-format.md
 # Logs with different verdicts, ranks and collateral (their .expect.json say what they show).
 LOGS = [
     ROOT / "examples" / "fastfilewriter-rotation-enospc.log",

@@ -22,6 +22,7 @@ from .attribute import (
     ProcessMap,
     compile_rx,
 )
+from .cuttrace import TAIL_BYTES, cut_note, first_cut, tail_of
 from .diagnose import build_candidates, diagnose
 from .evaluate import Hit, evaluate
 from .explain import explain
@@ -30,6 +31,7 @@ from .normalise import Normaliser
 from .read import Decompressed, InputError, Source, collect_sources, iter_blocks, open_source
 from .scan import line_finder, make_prefilter
 from .split import Prescan, prepare
+from .unfired import mark_declined, unfired_errors
 
 MAX_ACTIVE_RANK_PREFIXES = 64
 WORLD_SIZE = compile_rx(rb"dist_world_size=([0-9]+)")
@@ -53,6 +55,8 @@ class _Run:
     world: list[int] = field(default_factory=list)
     unexplained: list[Hit] = field(default_factory=list)
     pmap: ProcessMap = field(default_factory=ProcessMap)
+    # (source, last bytes, lines, longer than those bytes): for cut tracebacks
+    tails: list[tuple[int, bytes, int, bool]] = field(default_factory=list)
 
 
 class _RankLines:
@@ -189,6 +193,16 @@ class Engine:
         self._resolve_ranks(run)
         firings = evaluate(self.entries, self.sig_index, run.hits, run.printed)
         cands = build_candidates(firings, run.hits, self.sig_entry)
+        unfired = unfired_errors(
+            run.hits,
+            self.sig_entry,
+            {c.id for c in cands},
+            MAX_UNEXPLAINED - len(run.unexplained),
+            lambda t: self.attr.strip(t).content,
+            self.exception_rx,
+            self.salient_rx,
+        )
+        run.unexplained.extend(unfired)
         diag = diagnose(cands, run.facts.records, self.scoring)
         names = [s.name for s in sources]
         report = explain(
@@ -199,6 +213,12 @@ class Engine:
             run.seen_ranks,
             run.unexplained,
         )
+        mark_declined(report, unfired, names, self.sig_entry)
+        report["cut_traceback"] = None
+        if diag.root is None:
+            report["cut_traceback"] = first_cut(run.tails, self._content, self._is_error, names)
+            if report["cut_traceback"] is not None:
+                report["notes"].append(cut_note(report["cut_traceback"]))
         report["versions"] = {k: sorted(v) for k, v in sorted(run.printed.items())}
         report["facts"] = run.facts.as_json()
         report["hits_beyond_cap"] = self.hits_dropped
@@ -211,8 +231,14 @@ class Engine:
         }
         report["scanner"] = self.prefilter.name
         report["format"] = "denpex-report"
-        report["format_version"] = "1.2"
+        report["format_version"] = "1.3"
         return report
+
+    def _content(self, raw: bytes) -> str:
+        return self.attr.strip(self.normalise(raw)).content
+
+    def _is_error(self, content: bytes) -> bool:
+        return bool(self.exception_rx.search(content) or self.salient_rx.search(content))
 
     @staticmethod
     def _resolve_ranks(run: _Run) -> None:
@@ -341,9 +367,11 @@ class Engine:
         offset = 0
         lookback = LookBack(attr, normalise)
         raw_off = 0
+        tail = b""
         for block, lo, hi in iter_blocks(stream, src.name, read.BLOCK_SIZE):
             rec = pre.get(raw_off, hi - lo) if pre is not None else None
             raw_off += hi - lo
+            tail = tail_of(block, lo, hi, tail)
             if rec is None or rec[5]:
                 block, lo, hi = prepare(block, lo, hi, self.ansi_bytes)
             counts = None
@@ -485,4 +513,5 @@ class Engine:
         elif offset:
             # a last line without a newline still counts
             pass
+        run.tails.append((si, tail, lines_before, raw_off > TAIL_BYTES))
         return lines_before, offset

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .cuttrace import frame_lines, frame_query
+
 # A text-index suggestion becomes a probable cause only when it is a clear winner: at least this
 # share of the query's terms (times 0.3, the index's confidence scale) and twice the runner-up.
 PROBABLE_MIN_CONFIDENCE = 0.12
@@ -25,14 +27,20 @@ def suggest_related(
     coming from the text index), with the error lines it matched and its confirm commands.
     Builds the per-user index on first use."""
     errors = report.get("unrecognised_errors") or []
-    if report["verdict"] != "none" or not errors:
-        report["related"] = []
+    cut = report.get("cut_traceback")
+    report["related"] = []
+    if report["verdict"] != "none" or not (errors or cut):
         return
     from ..index import related_entries
 
-    query = "\n".join(e["text"] for e in errors[:10])
     try:
-        report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
+        if errors:
+            query = "\n".join(e["text"] for e in errors[:10])
+            report["related"] = related_entries(query, kb_dir=kb_dir, limit=limit)
+        if cut and not report["related"]:
+            # No error line to go by: the innermost frames of the cut traceback are the lead.
+            errors = frame_lines(cut)
+            report["related"] = related_entries(frame_query(cut), kb_dir=kb_dir, limit=limit)
     except Exception as exc:
         # A broken knowledge base only costs the suggestions. KBError comes from denpex_kb.kb,
         # imported only when the index had to be built: importing it here to name the class
@@ -59,6 +67,9 @@ def _promote_clear_winner(
         best["confidence"] < PROBABLE_MIN_CONFIDENCE
         or best["confidence"] < PROBABLE_MARGIN * second
     ):
+        return
+    # An entry whose own rule saw these lines and wanted more evidence keeps its verdict.
+    if any(best["id"] in e.get("declined_by", ()) for e in errors):
         return
     entry = next((e for e in pack["entries"] if e["id"] == best["id"]), None)
     if entry is None or entry["role"] != "root-cause":

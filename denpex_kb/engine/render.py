@@ -151,10 +151,12 @@ def _others(report: dict[str, Any], c, hub: str | None = None) -> list[str]:  # 
         why = f" (less specific than {x['shadowed_by']})" if x["shadowed_by"] else ""
         out.append(f"  - {x['id']}  confidence {x['confidence']:.2f}{why}")
     if report.get("unrecognised_errors"):
-        out.append("\n" + c("UNRECOGNISED ERRORS", "1") + " (no entry knows these)")
+        out.append("\n" + c("UNRECOGNISED ERRORS", "1") + " (no entry explains these)")
         for ev in report["unrecognised_errors"][:8]:
             out.append(f"  {_where(ev)}")
             out.append(f"    {escape_controls(ev['text'].strip()[:300])}")
+            if ev.get("declined_by"):
+                out.append(f"    {_declined(ev)}")
         if hub:
             first = report["unrecognised_errors"][0]["text"]
             out.append(f"  search the hub for it: {_hub_search(hub, first)}")
@@ -251,6 +253,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         for ev in rc["evidence"]:
             out.append(f"# {_where(ev)}")
             out.append(ev["text"].rstrip().replace("```", "'''"))
+            if ev.get("declined_by"):
+                out.append(f"# {_declined(ev)}")
         out.append("```\n\n**Fix**\n")
         for i, step in enumerate(rc["fix"]["steps"], 1):
             out.append(f"{i}. {step.strip()}")
@@ -262,10 +266,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             ranks = f", ranks {_ranges(col['ranks'])}" if col["ranks"] else ""
             out.append(f"- `{col['id']}`: {col['count']} line(s){ranks}")
     if report.get("unrecognised_errors"):
-        out.append("\n**Unrecognised errors** (no entry knows these)\n\n```text")
+        out.append("\n**Unrecognised errors** (no entry explains these)\n\n```text")
         for ev in report["unrecognised_errors"][:8]:
             out.append(f"# {_where(ev)}")
             out.append(ev["text"].rstrip().replace("```", "'''"))
+            if ev.get("declined_by"):
+                out.append(f"# {_declined(ev)}")
         out.append("```")
     if report.get("related"):
         out.append("\n**Related entries** (text similarity: a hint, not a diagnosis)\n")
@@ -292,3 +298,10 @@ def _ranges(ranks: list[int]) -> str:
         if r is not None:
             start = prev = r
     return ",".join(parts)
+
+
+def _declined(ev: dict[str, Any]) -> str:
+    ids = ", ".join(ev["declined_by"][:4])
+    return (
+        f"(a signal of {ids} matches this line; that rule needs more evidence than the log shows)"
+    )

@@ -10,6 +10,8 @@ import { compile, loadRulepack, search } from "./rules.js";
 import { evaluate } from "./evaluate.js";
 import { buildCandidates, diagnose as diagnoseCandidates } from "./diagnose.js";
 import { explain } from "./explain.js";
+import { cutNote, firstCut, tailOf } from "./cuttrace.js";
+import { markDeclined, unfiredErrors } from "./unfired.js";
 import { MUTATION } from "./mutation.js";
 
 export const MAX_ACTIVE_RANK_PREFIXES = 64;
@@ -61,6 +63,7 @@ export class Analysis {
     this.seenRanks = new Set();
     this.world = null; // the largest dist_world_size= seen
     this.unexplained = [];
+    this.tails = []; // [source, last bytes, lines, longer than those bytes]: cut tracebacks
     this.pmap = new ProcessMap();
     this.facts = new FactCollector(g.facts);
     this.hitCounts = new Map();
@@ -131,6 +134,8 @@ export class Analysis {
     for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lines++;
     if (offset && !lines) lines = 1;
     this.inputs.push({ file: name, lines, bytes: offset });
+    const [tail, windowed] = tailOf(data);
+    this.tails.push([si, tail, lines, windowed]);
   }
 
   line(si, raw, at, lineNo, fileRank, fileKind, parser, lookback, rankLines, unexplainedSeen) {
@@ -231,6 +236,11 @@ export class Analysis {
     this.resolveRanks();
     const firings = evaluate(this.entries, this.sigIndex, this.hits, this.printed);
     const cands = buildCandidates(firings, this.hits, this.sigEntry);
+    const unfired =
+      MUTATION === "unfired-signal-explains"
+        ? []
+        : unfiredErrors(this.hits, this.sigEntry, new Set(cands.map((c) => c.id)), MAX_UNEXPLAINED - this.unexplained.length, (t) => this.attr.strip(t).content, this.exceptionRx, this.salientRx);
+    this.unexplained.push(...unfired);
     const diag = diagnoseCandidates(cands, this.facts.records, this.scoring);
     const report = explain(
       diag,
@@ -240,6 +250,14 @@ export class Analysis {
       this.seenRanks,
       this.unexplained,
     );
+    markDeclined(report, unfired, this.names, this.sigEntry);
+    report.cut_traceback = null;
+    if (diag.root === null) {
+      const content = (t) => this.attr.strip(this.normaliser.line(this.normaliser.blockLevel(t))).content;
+      const isError = (c) => search(this.exceptionRx, c) !== null || search(this.salientRx, c) !== null;
+      report.cut_traceback = firstCut(this.tails, content, isError, this.names);
+      if (report.cut_traceback !== null) report.notes.push(cutNote(report.cut_traceback));
+    }
     const versions = {};
     for (const k of [...this.printed.keys()].sort()) versions[k] = [...this.printed.get(k)].sort();
     report.versions = versions;
@@ -254,7 +272,7 @@ export class Analysis {
     };
     report.scanner = "javascript"; // no multi-pattern prefilter: every line is checked
     report.format = "denpex-report";
-    report.format_version = "1.2";
+    report.format_version = "1.3";
     return report;
   }
 }

@@ -52,6 +52,7 @@ export const MUTATIONS = {
   "init-hypothesis-ignored": "without a root cause, the leading hypothesis's evidence never names the initiating rank",
   "hypothesis-from-all-only": "an entry that saw only all signals becomes a hypothesis",
   "explains-ignored": "match.explains makes no consequence",
+  "unfired-signal-explains": "an error line a signal matched is never an unrecognised error, even when none of that signal's entries fired",
   "explains-link-ignored": "an explains link same-rank holds whatever the ranks (read as log)",
 };
 
