@@ -411,7 +411,8 @@ def test_topo_m_is_not_read_as_the_p2p_matrix(engine: Engine) -> None:
 
 # --- lines a signal matched whose entry did not fire ----------------------------------------
 
-META = "[rank2]: NotImplementedError: Cannot copy out of meta tensor; no data!\n"
+NO_MODULE = "[rank2]: ModuleNotFoundError: No module named 'foo_bar_pkg'\n"
+META = "[rank2]: NotImplementedError: Cannot copy out of meta tensor; no data!"
 
 
 def test_an_error_line_whose_signal_fired_nothing_is_still_an_unrecognised_error(
@@ -423,16 +424,27 @@ def test_an_error_line_whose_signal_fired_nothing_is_still_an_unrecognised_error
         "[2024-05-01 10:00:00,000] [WARNING] [parameter_offload.py:87:_apply_to_tensors_only] "
         "Invalidate trace cache @ step 0 and module 1: cache has only 0 modules\n"
     )
-    r = run(engine, warn + META)
+    r = run(engine, warn + NO_MODULE)
     assert r["verdict"] == "none"
     [err] = r["unrecognised_errors"]
     assert err["line"] == 2 and err["rank"] == 2
-    assert "zero3-meta-tensor-partition" in err["declined_by"]
+    # the entries named are ones a signal of which matches the line and that did not fire
+    assert err["declined_by"]
+    assert not set(err["declined_by"]) & {c["id"] for c in r["candidates"]}
+    pack_ids = {e["id"] for e in engine.pack["entries"]}
+    assert set(err["declined_by"]) <= pack_ids
     assert r["initiating_rank"] == 2 and r["initiating_basis"] == "earliest-unrecognised-error"
     assert not any(n.startswith("Only lines that are harmless") for n in r["notes"])
     # An error line no signal matches carries no declined_by.
     r2 = run(engine, "[rank1]: ValueError: flux capacitor at 88 mph\n")
     assert [e.get("declined_by") for e in r2["unrecognised_errors"]] == [None]
+
+
+def _unrecognised_report(declined: list[str] | None) -> dict:
+    err = {"file": "x.log", "line": 1, "rank": 2, "host": None, "text": META}
+    if declined is not None:
+        err["declined_by"] = declined
+    return {"verdict": "none", "unrecognised_errors": [err], "probable": []}
 
 
 def test_the_text_index_does_not_hand_a_declined_line_back_to_its_entry(
@@ -441,12 +453,13 @@ def test_the_text_index_does_not_hand_a_declined_line_back_to_its_entry(
     from denpex_kb.engine import suggest_related
 
     monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path / "cache"))
-    r = run(engine, META)
-    suggest_related(r, pack=engine.pack)
-    assert r["related"][0]["id"] == "zero3-meta-tensor-partition"
-    assert r["verdict"] == "none" and r["probable"] == []
-    # The same line with the mark removed is promoted as before: the mark is what stops it.
-    r = run(engine, META)
-    del r["unrecognised_errors"][0]["declined_by"]
+    r = _unrecognised_report(None)
     suggest_related(r, pack=engine.pack)
     assert r["verdict"] == "probable" and r["probable_basis"] == "text-index"
+    winner = r["probable"][0]["id"]
+    # The same line, declined by the entry the index would name: no probable cause, the
+    # entry stays a related hint.
+    r = _unrecognised_report([winner])
+    suggest_related(r, pack=engine.pack)
+    assert r["verdict"] == "none" and r["probable"] == []
+    assert r["related"][0]["id"] == winner
