@@ -1562,6 +1562,18 @@ def _(ctx: Ctx) -> Output:
     return ctx.python("fastgen_flatten_missing_tensor.py")
 
 
+@case(
+    "comms-logger-unlisted-op-exits",
+    "comm",
+    "comms logger with prof_all on a timed op that calc_bw_log has no row for (monitored_barrier): "
+    "'wrong comm_op specified' and exit status 0 in the middle of the script",
+    venv="0.19.5",
+    expect_rc="zero",
+)
+def _(ctx: Ctx) -> Output:
+    return ctx.python("comms_logger_unlisted_op.py")
+
+
 def _pip_metadata_no_torch(version: str):  # noqa: ANN202
     def fn(ctx: Ctx) -> Output:
         venv = ctx.fresh("venv-notorch")
