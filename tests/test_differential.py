@@ -435,6 +435,11 @@ def test_an_error_line_whose_signal_fired_nothing_is_still_an_unrecognised_error
     assert set(err["declined_by"]) <= pack_ids
     assert r["initiating_rank"] == 2 and r["initiating_basis"] == "earliest-unrecognised-error"
     assert not any(n.startswith("Only lines that are harmless") for n in r["notes"])
+    # Both renderers say which rule saw the line.
+    from denpex_kb.engine import render_markdown, render_text
+
+    for out in (render_text(r), render_markdown(r)):
+        assert f"a signal of {err['declined_by'][0]}" in out
     # An error line no signal matches carries no declined_by.
     r2 = run(engine, "[rank1]: ValueError: flux capacitor at 88 mph\n")
     assert [e.get("declined_by") for e in r2["unrecognised_errors"]] == [None]

@@ -253,8 +253,6 @@ def render_markdown(report: dict[str, Any]) -> str:
         for ev in rc["evidence"]:
             out.append(f"# {_where(ev)}")
             out.append(ev["text"].rstrip().replace("```", "'''"))
-            if ev.get("declined_by"):
-                out.append(f"# {_declined(ev)}")
         out.append("```\n\n**Fix**\n")
         for i, step in enumerate(rc["fix"]["steps"], 1):
             out.append(f"{i}. {step.strip()}")

@@ -239,7 +239,15 @@ export class Analysis {
     const unfired =
       MUTATION === "unfired-signal-explains"
         ? []
-        : unfiredErrors(this.hits, this.sigEntry, new Set(cands.map((c) => c.id)), MAX_UNEXPLAINED - this.unexplained.length, (t) => this.attr.strip(t).content, this.exceptionRx, this.salientRx);
+        : unfiredErrors(
+            this.hits,
+            this.sigEntry,
+            new Set(cands.map((c) => c.id)),
+            MAX_UNEXPLAINED - this.unexplained.length,
+            (t) => this.attr.strip(t).content,
+            this.exceptionRx,
+            this.salientRx,
+          );
     this.unexplained.push(...unfired);
     const diag = diagnoseCandidates(cands, this.facts.records, this.scoring);
     const report = explain(
