@@ -120,22 +120,27 @@ def test_fingerprint_memo_sees_same_size_same_mtime_edit(tmp_path: Path, monkeyp
 
 
 def test_search_imports_whoosh_without_asyncio_or_urllib_request(tmp_path: Path) -> None:
-    """whoosh is imported with stand-ins for two modules it never uses here (asyncio via the
-    `cached_property` package, and urllib.request), and the stand-ins are gone afterwards: the
-    real modules still import, and whoosh's cached property still works."""
+    """whoosh is imported with stand-ins for three modules it never uses here (asyncio via the
+    `cached_property` package, urllib.request, and the English morphology table), and the
+    stand-ins are gone afterwards: the real modules still import, whoosh's cached property
+    still works, and the Variations query's morphology loads the real table when called."""
     code = (
         "import sys\n"
         "from denpex_kb import index\n"
         "hits = index.cached_index().search('No space left on device')\n"
         "assert hits and hits[0].id.endswith('enospc'), hits\n"
-        "loaded = [m for m in ('asyncio', 'http.client', 'urllib.request', 'cached_property')"
-        " if m in sys.modules]\n"
+        "loaded = [m for m in ('asyncio', 'http.client', 'urllib.request', 'cached_property',"
+        " 'whoosh.lang.morph_en') if m in sys.modules]\n"
         "import urllib, urllib.request, cached_property\n"
         "assert 'urlopen' in dir(urllib.request) and urllib.request.__file__, 'stand-in left'\n"
         "assert cached_property.__file__ and urllib.request is sys.modules['urllib.request']\n"
         "from whoosh.reading import SegmentReader\n"
         "import functools\n"
         "assert isinstance(SegmentReader.__dict__['deleted_docs_set'], functools.cached_property)\n"
+        "from whoosh.query.terms import variations\n"
+        "assert {'run', 'ran'} <= set(variations('running')), 'stand-in did not delegate'\n"
+        "import whoosh.lang.morph_en as me\n"
+        "assert me.__file__ and me is sys.modules['whoosh.lang.morph_en'], 'stand-in left'\n"
         "print(','.join(loaded))\n"
     )
     p = subprocess.run(

@@ -70,6 +70,7 @@ export function checkRuleVector(rv) {
     initiating_host: report.initiating_host,
     initiating_basis: report.initiating_basis,
     consequences: report.consequences.map((c) => c.id).sort(),
+    unrecognised_lines: report.unrecognised_errors.map((e) => e.line),
   };
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   for (const [k, have] of Object.entries(got)) if (k in exp && !same(exp[k], have)) problems.push(`${k} is ${JSON.stringify(have)}, expected ${JSON.stringify(exp[k])}`);
