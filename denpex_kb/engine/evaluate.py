@@ -10,6 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .version import parse_version, specifier_set
+
 
 @dataclass
 class Hit:
@@ -49,33 +51,22 @@ class Compiled:
     sig_index: dict[tuple[int, str], int] = field(default_factory=dict)
 
 
-def parse_version(v: str):  # noqa: ANN201 - packaging.version.Version | None
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(v)
-    except InvalidVersion:
-        return None
-
-
 def check_versions(conds: list[dict[str, str]], printed: dict[str, set[str]]) -> tuple[bool, int]:
     """(vetoed, number of unknown conditions). A condition holds if any printed version of the
-    package satisfies it; it is unknown when the log prints no parseable version of the package."""
+    package satisfies it; it is unknown when the log prints no parseable version of the package
+    (or its specifier is not one this engine reads)."""
     if not any(printed.get(c["package"]) for c in conds):
-        return False, len(conds)  # nothing to compare: no need to import packaging (start-up)
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
+        return False, len(conds)
     unknown = 0
     for c in conds:
-        try:
-            spec = SpecifierSet(c["specifier"])
-        except InvalidSpecifier:
+        spec = specifier_set(c["specifier"])
+        if spec is None:
             unknown += 1
             continue
         versions = [v for v in (parse_version(s) for s in printed.get(c["package"], ())) if v]
         if not versions:
             unknown += 1
-        elif not any(spec.contains(v, prereleases=True) for v in versions):
+        elif not any(spec(v) for v in versions):
             return True, unknown
     return False, unknown
 
