@@ -197,6 +197,9 @@ def main() -> None:
     kb = ["--kb", args.kb] if args.kb else []
     TMP.mkdir(exist_ok=True)
     env = dict(os.environ, DENPEX_KB_CACHE=str(TMP / "cache"))
+    # An installed package has its bytecode compiled; a shell that forbids writing it would
+    # make every start-up run compile every module again and measure that instead.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     pack_file = TMP / "pack.json"
     subprocess.run(
         CLI + ["export-rules", *kb, "-o", str(pack_file)], check=True, env=env, capture_output=True

@@ -91,3 +91,16 @@ def test_the_frames_are_looked_up_when_no_error_line_gives_a_lead(
     r2["cut_traceback"] = None
     suggest_related(r2, pack=engine.pack)
     assert r2["related"] == []
+
+
+def test_a_frame_with_an_overlong_path_or_function_is_not_a_frame(engine: Engine) -> None:
+    # The bounds cuttrace.js writes into its pattern, checked after the match here.
+    long_path = "/x/" + "a" * 1000 + ".py"
+    cut = CUT.replace("/opt/conda/lib/python3.11/site-packages/peft/peft_model.py", long_path)
+    got = engine.analyse_bytes(cut.encode())["cut_traceback"]
+    assert got is not None and [f["path"] for f in got["frames"]] == ["/root/train.py"]
+    ok = CUT.replace("/opt/conda/lib/python3.11/site-packages/peft/peft_model.py", long_path[:999])
+    assert len(engine.analyse_bytes(ok.encode())["cut_traceback"]["frames"]) == 2
+    cut = CUT.replace("in __init__", "in " + "f" * 301)
+    got = engine.analyse_bytes(cut.encode())["cut_traceback"]
+    assert got is not None and len(got["frames"]) == 1
