@@ -54,6 +54,154 @@ def deanchor(pattern: str) -> str:
     return "".join(out)
 
 
+# --- Hyperscan reads bytes, RE2 reads UTF-8 -------------------------------------------------
+# A `.`, a negated class, `\S`/`\W`/`\D` match one codepoint in RE2 (1-4 bytes) but one byte in
+# Hyperscan; a class member outside ASCII is several bytes. Rewritten as below, each pattern
+# still matches (at least) every line the RE2 pattern matches, which is all a prefilter needs.
+
+
+def _class_end(p: str, i: int) -> int:
+    """Index just past the character class starting at p[i] == '['."""
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1  # a leading ']' is a member
+    while j < len(p):
+        if p[j] == "\\":
+            j += 2
+            continue
+        if p[j] == "[" and p.startswith("[:", j):
+            k = p.find(":]", j + 2)
+            j = k + 2 if k != -1 else j + 1
+            continue
+        if p[j] == "]":
+            return j + 1
+        j += 1
+    return len(p)
+
+
+def _quantifier(p: str, i: int) -> tuple[str, int]:
+    """The quantifier at p[i:] (with a lazy '?'), and the index after it."""
+    if i >= len(p):
+        return "", i
+    if p[i] in "*+?":
+        j = i + 1
+    elif p[i] == "{":
+        k = p.find("}", i)
+        body = p[i + 1 : k] if k != -1 else ""
+        if (
+            k == -1
+            or not body
+            or not all(c.isdigit() or c == "," for c in body)
+            or not body[0].isdigit()
+        ):
+            return "", i  # a literal '{'
+        j = k + 1
+    else:
+        return "", i
+    if j < len(p) and p[j] == "?":
+        j += 1
+    return p[i:j], j
+
+
+def _widen(q: str) -> str:
+    """The quantifier for one codepoint-wide atom matched byte by byte (1-4 bytes each)."""
+    lazy = "?" if len(q) > 1 and q.endswith("?") else ""
+    core = q[:-1] if lazy else q
+    if core == "":
+        return "{1,4}"
+    if core == "?":
+        return "{0,4}" + lazy
+    if core in ("*", "+"):
+        return core + lazy
+    body = core[1:-1]
+    if "," not in body:
+        m = int(body)
+        return f"{{{m},{4 * m}}}{lazy}"
+    lo, hi = body.split(",", 1)
+    return (f"{{{lo},}}" if hi == "" else f"{{{lo},{4 * int(hi)}}}") + lazy
+
+
+def _split_class(cls: str) -> str:
+    """A positive class with non-ASCII members, as an alternation of its ASCII part (a class)
+    and each non-ASCII member's UTF-8 literal; a range reaching past ASCII becomes any
+    2-4-byte sequence."""
+    body = cls[1:-1]
+    ascii_part: list[str] = []
+    alts: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            ascii_part.append(body[i : i + 2])
+            i += 2
+            continue
+        if i + 2 < len(body) and body[i + 1] == "-" and body[i + 2] != "]":
+            lo, hi = c, body[i + 2]
+            if ord(hi) < 128:
+                ascii_part.append(body[i : i + 3])
+            else:
+                if ord(lo) < 128:
+                    ascii_part.append(f"{lo}-\\x7f" if lo != "\\" else "\\\\-\\x7f")
+                alts.append("[\\x80-\\xff]{2,4}")
+            i += 3
+            continue
+        if ord(c) < 128:
+            ascii_part.append(c)
+        else:
+            alts.append(c)
+        i += 1
+    parts = (["[" + "".join(ascii_part) + "]"] if ascii_part else []) + alts
+    return "(?:" + "|".join(parts) + ")"
+
+
+def byte_superset(pattern: str) -> str:
+    """The pattern rewritten for a byte-oriented matcher (Hyperscan without UTF-8 mode) so that
+    it matches at least every string the pattern matches in RE2's UTF-8 mode: an atom that
+    matches one codepoint (`.`, a negated class, `\\S`, `\\W`, `\\D`, a class with non-ASCII
+    members) may be up to 4 bytes there, so its count is widened; non-ASCII class members become
+    literal alternatives."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        wide = False
+        if c == "\\" and i + 1 < n:
+            atom = pattern[i : i + 2]
+            wide = pattern[i + 1] in "SWD"
+            i += 2
+        elif c == "[":
+            j = _class_end(pattern, i)
+            atom = pattern[i:j]
+            i = j
+            negated = atom.startswith("[^")
+            nonascii = any(ord(ch) > 127 for ch in atom)
+            if nonascii and not negated:
+                atom = _split_class(atom)
+            else:
+                wide = negated
+        elif c == ".":
+            atom, wide = ".", True
+            i += 1
+        elif c == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
+            # inline flags `(?i)` / `(?i:`, or a named group's opener `(?P<name>`
+            stop = ">" if pattern.startswith("(?P<", i) else ":)"
+            j = i + 2
+            while j < n and pattern[j] not in stop:
+                j += 1
+            out.append(pattern[i : j + 1])
+            i = j + 1
+            continue
+        else:
+            out.append(c)
+            i += 1
+            continue
+        q, i = _quantifier(pattern, i)
+        out.append(f"(?:{atom}){_widen(q)}" if wide else atom + q)
+    return "".join(out)
+
+
 class _Re2Prefilter:
     name = "re2"
 
@@ -91,7 +239,7 @@ class _HyperscanPrefilter:
     def __init__(self, patterns: list[tuple[str, bool]]) -> None:
         import hyperscan as hs
 
-        exprs = [p.encode("utf-8") for p, _ in patterns]
+        exprs = [byte_superset(p).encode("utf-8") for p, _ in patterns]
         flags = [hs.HS_FLAG_ALLOWEMPTY | (hs.HS_FLAG_CASELESS if ic else 0) for _, ic in patterns]
         key = hashlib.sha256(
             repr((hs.__version__, exprs, flags)).encode("utf-8", "surrogatepass")
