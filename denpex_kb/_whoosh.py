@@ -12,6 +12,20 @@ import types
 from collections.abc import Iterator
 
 
+def _delegating_stand_in(module: str, name: str) -> types.ModuleType:
+    """A module whose one function `name` imports the real `module` when called and calls its
+    `name` (once the stand-in has left sys.modules, the import finds the real one)."""
+    stand_in = types.ModuleType(module)
+
+    def delegate(*args: object, **kwargs: object) -> object:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    setattr(stand_in, name, delegate)
+    return stand_in
+
+
 def _import_whoosh() -> None:
     """Import whoosh without three imports it never uses here, which were most of its import
     time and a third of a warm `search`: the `cached_property` package (it imports asyncio; on
@@ -31,28 +45,12 @@ def _import_whoosh() -> None:
         cp.cached_property = functools.cached_property  # type: ignore[attr-defined]
         added["cached_property"] = cp
     if "urllib.request" not in sys.modules:
-        ur = types.ModuleType("urllib.request")
-
-        def urlretrieve(*args: object, **kwargs: object) -> object:
-            import importlib
-
-            return importlib.import_module("urllib.request").urlretrieve(*args, **kwargs)
-
-        ur.urlretrieve = urlretrieve  # type: ignore[attr-defined]
-        added["urllib.request"] = ur
+        added["urllib.request"] = _delegating_stand_in("urllib.request", "urlretrieve")
     if "whoosh.lang.morph_en" not in sys.modules:
         # whoosh.query.terms imports this English morphology table (about 40 regular
         # expressions compiled at import, a third of whoosh's import time) for the Variations
-        # query, which denpex-kb never builds: the stand-in loads the real one if anything does.
-        me = types.ModuleType("whoosh.lang.morph_en")
-
-        def variations(*args: object, **kwargs: object) -> object:
-            import importlib
-
-            return importlib.import_module("whoosh.lang.morph_en").variations(*args, **kwargs)
-
-        me.variations = variations  # type: ignore[attr-defined]
-        added["whoosh.lang.morph_en"] = me
+        # query, which denpex-kb never builds.
+        added["whoosh.lang.morph_en"] = _delegating_stand_in("whoosh.lang.morph_en", "variations")
     sys.modules.update(added)
     try:
         import whoosh.analysis

@@ -82,7 +82,12 @@ def parse_version(text: str) -> Version | None:
     else:
         post = None
     local = (
-        tuple(int(p) if p.isdigit() else p for p in _split_local(g[9].lower())) if g[9] else None
+        tuple(
+            int(p) if p.isdigit() else p
+            for p in g[9].lower().replace("-", ".").replace("_", ".").split(".")
+        )
+        if g[9]
+        else None
     )
     return Version(
         epoch=int(g[0] or 0),
@@ -92,18 +97,6 @@ def parse_version(text: str) -> Version | None:
         dev=int(g[8] or 0) if g[7] else None,
         local=local,
     )
-
-
-def _split_local(s: str) -> list[str]:
-    out, cur = [], ""
-    for c in s:
-        if c in "-_.":
-            out.append(cur)
-            cur = ""
-        else:
-            cur += c
-    out.append(cur)
-    return out
 
 
 def _cmp(a: Version, b: Version, with_local: bool = True) -> int:
