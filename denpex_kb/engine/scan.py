@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from .rules import cache_dir
 
@@ -239,10 +240,12 @@ class _HyperscanPrefilter:
     def __init__(self, patterns: list[tuple[str, bool]]) -> None:
         import hyperscan as hs
 
-        exprs = [byte_superset(p).encode("utf-8") for p, _ in patterns]
         flags = [hs.HS_FLAG_ALLOWEMPTY | (hs.HS_FLAG_CASELESS if ic else 0) for _, ic in patterns]
+        # The key covers the patterns as given and this module's code (the byte rewriting below),
+        # so the rewriting runs only when a database is compiled, not on every start-up.
+        code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
         key = hashlib.sha256(
-            repr((hs.__version__, exprs, flags)).encode("utf-8", "surrogatepass")
+            repr((hs.__version__, code, patterns, flags)).encode("utf-8", "surrogatepass")
         ).hexdigest()[:32]
         path = cache_dir() / f"hs-{key}.db"
         db = None
@@ -252,6 +255,7 @@ class _HyperscanPrefilter:
         except Exception:  # missing, stale or from another platform: compile it
             db = None
         if db is None:
+            exprs = [byte_superset(p).encode("utf-8") for p, _ in patterns]
             db = hs.Database(mode=hs.HS_MODE_BLOCK)
             try:
                 db.compile(expressions=exprs, ids=list(range(len(exprs))), flags=flags)
