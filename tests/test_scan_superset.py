@@ -74,3 +74,20 @@ def test_every_signal_line_is_a_prefilter_hit(kb) -> None:  # noqa: ANN001
         if pre.line_starts(data, 0, len(data)) != [0]:
             missed.append(ln)
     assert not missed, missed[:5]
+
+
+def test_a_pattern_hyperscan_cannot_compile_falls_back_to_re2(monkeypatch) -> None:  # noqa: ANN001
+    # Every RE2-valid pattern tried compiles after the byte widening, but Hyperscan has its own
+    # limits (bounded repeats, pattern size) that a contributed pattern may hit: the auto
+    # scanner then scans with RE2 instead of failing. Simulated by a refusing compile.
+    from denpex_kb.engine import scan
+
+    def refuse(_patterns: object) -> None:
+        raise hs.error("Bounded repeat is too large.")
+
+    monkeypatch.setattr(scan, "_HyperscanPrefilter", refuse)
+    pre = make_prefilter([("a[^x]{0,1000}b", False)], "auto")
+    assert pre.name == "re2"
+    assert pre.line_starts(b"a-b\n", 0, 4) == [0]
+    with pytest.raises(hs.error):
+        make_prefilter([("a[^x]{0,1000}b", False)], "hyperscan")

@@ -311,4 +311,9 @@ def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = N
         except ImportError:
             if choice == "hyperscan":
                 raise
+        except Exception:  # noqa: BLE001 - hyperscan.error: a pack pattern Hyperscan cannot take
+            # (a bounded repeat too large once widened for bytes, say): RE2 scans what it
+            # validated, more slowly but exactly as the pack says.
+            if choice == "hyperscan":
+                raise
     return _Re2Prefilter(pats)
