@@ -100,6 +100,9 @@ class CaseResult:
     cited: bool = False
     """The case's thread is cited by an entry: its author read it, so the case no longer
     measures generalisation (reported apart, see `exposure`)."""
+    label: str | None = None
+    """The id the case file proposes, when it names no entry and the survey resolved it to the
+    entry in `expect` (see `relabel`)."""
 
     @property
     def exposure(self) -> str:
@@ -173,6 +176,34 @@ def score(
         rank_got=report.get("initiating_rank"),
         cited=thread_key(case.url) in cited,
     )
+
+
+def relabel(
+    cases: Iterable[Case], kb_dir: Path, kb_ids: frozenset[str]
+) -> tuple[list[tuple[Case, str | None]], list[str]]:
+    """Each case, with `expect` resolved through the survey (`survey.covering_entry`) where the
+    case proposes an id that is not an entry, paired with the proposed label (None when the
+    case names an entry, `none`, or nothing the survey resolves). Entries get written under
+    other ids than a collector proposed; the survey's mapping is where that is recorded, so
+    no case file (holdout ones included) has to be reopened. A broken survey costs only the
+    resolution (one warning)."""
+    from dataclasses import replace
+
+    from .survey import SurveyError, covering_entry
+
+    cases = list(cases)
+    folder = kb_dir / "survey"
+    if not folder.is_dir():
+        return [(c, None) for c in cases], []
+    try:
+        resolve = covering_entry(folder, kb_ids)
+    except (SurveyError, OSError, UnicodeDecodeError) as exc:
+        return [(c, None) for c in cases], [f"{folder}: not used to resolve labels: {exc}"]
+    out: list[tuple[Case, str | None]] = []
+    for c in cases:
+        target = None if c.expect == NONE or c.expect in kb_ids else resolve(c.expect, c.url)
+        out.append((replace(c, expect=target), c.expect) if target else (c, None))
+    return out, []
 
 
 _URL = re.compile(r"https?://[^\s\"'<>)\]`]+")
@@ -254,11 +285,21 @@ def evaluate_cases(cases: list[Case], kb_dir: Path | None = None) -> EvalRun:
 
     from .kb import default_kb_dir
 
-    cited = cited_threads(Path(kb_dir) if kb_dir else default_kb_dir())
+    kb_root = Path(kb_dir) if kb_dir else default_kb_dir()
+    cited = cited_threads(kb_root)
     cited |= seen_threads({c.path.parent.parent for c in cases})
-    results = tuple(score(c, report_of(c), kb_ids, cited) for c in cases)
+    labelled, notes = relabel(cases, kb_root, kb_ids)
+    results = tuple(
+        replace_label(score(c, report_of(c), kb_ids, cited), label) for c, label in labelled
+    )
     info = {"content_hash": pack["content_hash"], "kb_version": pack["kb_version"]}
-    return EvalRun(results, info, tuple(_warnings(cases, kb_ids)))
+    return EvalRun(results, info, tuple(_warnings(cases, kb_ids) + notes))
+
+
+def replace_label(result: CaseResult, label: str | None) -> CaseResult:
+    from dataclasses import replace
+
+    return replace(result, label=label) if label else result
 
 
 # --- Aggregates ----------------------------------------------------------------------------------
@@ -564,6 +605,13 @@ def render_text(run: EvalRun, comparison: Comparison | None, summary: bool = Fal
         f"(kb {run.rulepack['kb_version']})",
         "",
     ]
+    relabelled = sum(r.label is not None for r in res)
+    if relabelled:
+        out[-1:] = [
+            f"{relabelled} case(s) propose an id that kb/survey/causes.tsv now maps to an entry: "
+            "scored against that entry",
+            "",
+        ]
     if res:
         out += ([] if summary else _cases_text(res) + [""]) + _rates_text(res) + [""]
         right, n = rank_accuracy(res)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,6 +135,24 @@ class Figures:
     @property
     def established_coverage(self) -> float:
         return self.established_covered / self.established if self.established else 0.0
+
+
+def covering_entry(folder: Path, kb_ids: frozenset[str]) -> Callable[[str, str], str | None]:
+    """For a cause named before its entry existed (a corpus case's proposed `expect`), a function
+    of (label, thread URL) giving the entry that covers it now by the survey's own account: the
+    thread's mapping in causes.tsv, then the label's, then how the survey classifies that thread
+    (so a label mapped for the survey counts for the corpus case of the same thread). None where
+    the survey names no entry (a class is not an entry: the case keeps its label)."""
+    causes = read_causes(folder / "causes.tsv")
+    by_url = {t.url: classify(t, causes, kb_ids).target for t in read_threads(folder)}
+
+    def resolve(label: str, url: str) -> str | None:
+        for target in (causes.get(url), causes.get(label), by_url.get(url)):
+            if target in kb_ids:
+                return target
+        return None
+
+    return resolve
 
 
 def is_pull_request(url: str) -> bool:

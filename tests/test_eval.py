@@ -379,3 +379,59 @@ def test_threads_seen_by_authors_count_as_cited(tmp_path: Path) -> None:
     )
     seen = ev.seen_threads([tmp_path, tmp_path / "missing"])
     assert seen == {ev.thread_key("https://github.com/deepspeedai/DeepSpeed/issues/5")}
+
+
+# --- proposed ids resolved through the survey ------------------------------------------------------
+
+SURVEY_HEAD = "url\tproject\ttitle\tcause\tentry\testablished_by\n"
+
+
+def survey_kb(root: Path, threads: str, causes: str) -> Path:
+    """A composed kb folder holding only a survey (relabel reads nothing else)."""
+    (root / "survey").mkdir(parents=True)
+    (root / "survey" / "threads-t.tsv").write_text(SURVEY_HEAD + threads, encoding="utf-8")
+    (root / "survey" / "causes.tsv").write_text(causes, encoding="utf-8")
+    return root
+
+
+def test_proposed_ids_resolve_through_the_survey(tmp_path: Path) -> None:
+    u = "https://example.invalid/composed/"
+    kb = survey_kb(
+        tmp_path / "kb",
+        f"{u}a\tp\tt\tsurvey-words-a\t-\treporter\n"
+        f"{u}b\tp\tt\tsurvey-words-b\t-\treporter\n"
+        f"{u}c\tp\tt\tsurvey-words-c\t-\treporter\n",
+        "survey-words-a\tentry-a\n"  # the survey row's label: reaches the case by its URL
+        "label-b\tentry-b\n"  # the case's own label
+        f"{u}c\tentry-c\n"  # the thread's URL beats the label's mapping
+        "label-c\tentry-b\n"
+        "label-d\tout-of-scope\n",  # a class is not an entry
+    )
+    corpus = tmp_path / "corpus"
+    write_case(corpus, "a", HEALTHY, url=f"{u}a", expect="label-a", covered="no")
+    write_case(corpus, "b", HEALTHY, url=f"{u}b", expect="label-b", covered="no")
+    write_case(corpus, "c", HEALTHY, url=f"{u}c", expect="label-c", covered="no")
+    write_case(corpus, "d", HEALTHY, url=f"{u}d", expect="label-d", covered="no")
+    write_case(corpus, "e", HEALTHY, url=f"{u}a", expect="entry-b")  # names an entry: kept
+    write_case(corpus, "f", HEALTHY, url=f"{u}b")  # expect none: kept
+    ids = frozenset({"entry-a", "entry-b", "entry-c"})
+    pairs, notes = ev.relabel(load_cases([corpus]), kb, ids)
+    got = {c.id: (c.expect, label) for c, label in pairs}
+    assert got == {
+        "a": ("entry-a", "label-a"),
+        "b": ("entry-b", "label-b"),
+        "c": ("entry-c", "label-c"),
+        "d": ("label-d", None),
+        "e": ("entry-b", None),
+        "f": ("none", None),
+    }
+    assert notes == []
+
+
+def test_a_broken_survey_costs_only_the_resolution(tmp_path: Path) -> None:
+    kb = survey_kb(tmp_path / "kb", "", "no tab here\n")
+    write_case(tmp_path / "corpus", "a", HEALTHY, expect="label-a", covered="no")
+    pairs, notes = ev.relabel(load_cases([tmp_path / "corpus"]), kb, frozenset({"x"}))
+    assert [(c.expect, label) for c, label in pairs] == [("label-a", None)]
+    assert len(notes) == 1 and "causes.tsv:1" in notes[0]
+    assert ev.relabel(load_cases([tmp_path / "corpus"]), tmp_path / "nokb", frozenset())[1] == []
