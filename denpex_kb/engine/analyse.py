@@ -30,6 +30,7 @@ from .facts import FactCollector
 from .normalise import Normaliser
 from .read import Decompressed, InputError, Source, collect_sources, iter_blocks, open_source
 from .scan import line_finder, make_prefilter
+from .signals import SignalMatcher
 from .split import Prescan, prepare
 from .unfired import mark_declined, unfired_errors
 
@@ -83,8 +84,6 @@ class _RankLines:
 
 class Engine:
     def __init__(self, pack: dict[str, Any], scanner: str | None = None) -> None:
-        import re2
-
         self.pack = pack
         g = pack["globals"]
         self.entries: list[dict[str, Any]] = pack["entries"]
@@ -105,15 +104,6 @@ class Engine:
                     self.sig_entry[gi].add(e["id"])
                 if rule["window_lines"] and rule["scope"] == "rank":
                     self.window_signals.add(gi)
-        self.sigset = None
-        if sig_patterns:
-            opts = re2.Options()
-            opts.max_mem = 64 << 20
-            opts.log_errors = False
-            self.sigset = re2.Set.SearchSet(opts)
-            for p, ic in sig_patterns:
-                self.sigset.Add(("(?i)" if ic else "") + p)
-            self.sigset.Compile()
         # Log-text patterns run on a line's UTF-8 bytes, with RE2 (a set call first).
         self.banners = Patterns([b["pattern"] for b in g["version_banners"]])
         self.banner_meta = [(b["package"], b["groups"]["version"]) for b in g["version_banners"]]
@@ -142,6 +132,7 @@ class Engine:
         ]
         self.prefilter_patterns = sig_patterns + extra
         self.prefilter = make_prefilter(self.prefilter_patterns, scanner)
+        self.signals = SignalMatcher(sig_patterns, self.prefilter)
         self.normalise = Normaliser(g["ansi_escape"])
         self.ansi_bytes = compile_rx(g["ansi_escape"].encode())
         self.attr = Attributor(g)
@@ -357,7 +348,7 @@ class Engine:
         unexplained, facts, pmap = run.unexplained, run.facts, run.pmap
         attr = self.attr
         normalise = self.normalise
-        sigset = self.sigset
+        signals = self.signals.match
         file_rank, file_kind = attr.file_rank(src.name) if src.path is not None else (None, None)
         parser = ElasticParser(self.globals, run.summary)
         item_start_rx = self.item_start_rx
@@ -439,7 +430,7 @@ class Engine:
                 if content and facts.wants(content):
                     if facts.observe(si, content, cnt + 1, rank, text) == "header":
                         self._table_rows(si, block, end, hi, cnt + 1, rank, facts)
-                sigs = sigset.Match(content) if sigset is not None and content else None
+                sigs = signals(content, cb)
                 exc = bool(content) and not sigs and self.exception_rx.search(cb)
                 if exc or (not sigs and content and self.salient_rx.search(cb)):
                     # An error no signal explains: one the knowledge base does not know. Keep

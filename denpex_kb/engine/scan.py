@@ -4,7 +4,7 @@ A multi-pattern prefilter runs over each block (Hyperscan when the optional `hyp
 installed, else one RE2 alternation with never_nl). It is a superset filter: each pattern is the
 rule's own regex with its `^`/`$` anchors removed (removing a zero-width assertion can only add
 matches), so every line a rule matches after prefix stripping is found. Only those lines are
-decoded, normalised, attributed and checked exactly (an RE2 set over the line's text).
+decoded, normalised, attributed and checked exactly (signals.py).
 """
 
 from __future__ import annotations
@@ -248,14 +248,26 @@ class _HyperscanPrefilter:
             repr((hs.__version__, code, patterns, flags)).encode("utf-8", "surrogatepass")
         ).hexdigest()[:32]
         path = cache_dir() / f"hs-{key}.db"
+        exact_path = path.with_suffix(".exact")
         db = None
         try:
             db = hs.loadb(path.read_bytes(), hs.HS_MODE_BLOCK)
             db.scratch = hs.Scratch(db)
+            marks = exact_path.read_bytes()
+            if len(marks) != len(patterns) or marks.strip(b"01"):
+                raise ValueError(exact_path)
         except Exception:  # missing, stale or from another platform: compile it
             db = None
         if db is None:
+            from .signals import same_in_hyperscan
+
             exprs = [byte_superset(p).encode("utf-8") for p, _ in patterns]
+            # Patterns Hyperscan matches exactly as RE2 would: the line's scan names them and
+            # no RE2 check is needed (signals.SignalMatcher).
+            same = [
+                not ic and x == p.encode("utf-8") and same_in_hyperscan(p)
+                for (p, ic), x in zip(patterns, exprs, strict=True)
+            ]
             db = hs.Database(mode=hs.HS_MODE_BLOCK)
             try:
                 db.compile(expressions=exprs, ids=list(range(len(exprs))), flags=flags)
@@ -264,13 +276,28 @@ class _HyperscanPrefilter:
                 flags = [f | hs.HS_FLAG_PREFILTER for f in flags]
                 db = hs.Database(mode=hs.HS_MODE_BLOCK)
                 db.compile(expressions=exprs, ids=list(range(len(exprs))), flags=flags)
+                same = [False] * len(exprs)
+            marks = bytes(b"01"[x] for x in same)
             try:
                 from ..rulepack import write_atomic
 
                 write_atomic(path, hs.dumpb(db))
+                write_atomic(exact_path, marks)
             except OSError:
                 pass
         self._db = db
+        self.exact = [m == 0x31 for m in marks]
+
+    def ids_in(self, line: bytes) -> list[int]:
+        """The ids of the patterns that match somewhere in `line` (a superset of the exact
+        matches for the patterns not marked in `exact`), sorted."""
+        found: set[int] = set()
+
+        def on_match(i: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+            found.add(i)
+
+        self._db.scan(line, match_event_handler=on_match)
+        return sorted(found)
 
     def line_starts(self, block: bytes, lo: int, hi: int) -> list[int]:
         ends: list[int] = []
@@ -303,11 +330,16 @@ def line_finder(pattern: str):  # noqa: ANN201 - re2._Regexp
 
 def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = None):  # noqa: ANN201
     """The fastest available prefilter; DENPEX_KB_SCANNER=re2|hyperscan forces one."""
-    pats = [(deanchor(p), ic) for p, ic in patterns]
+    given = list(patterns)
+    pats = [(deanchor(p), ic) for p, ic in given]
     choice = backend or os.environ.get("DENPEX_KB_SCANNER", "auto")
     if choice in ("auto", "hyperscan"):
         try:
-            return _HyperscanPrefilter(pats)
+            pf = _HyperscanPrefilter(pats)
+            # an anchor removed for the scan makes the scan's pattern a superset only
+            kept = [d == p for (d, _), (p, _) in zip(pats, given, strict=True)]
+            pf.exact = [x and k for x, k in zip(pf.exact, kept, strict=True)]
+            return pf
         except ImportError:
             if choice == "hyperscan":
                 raise
