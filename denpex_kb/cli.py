@@ -770,12 +770,17 @@ def _diagnose(engine, sources, stdin_data, extra: bytes, kb_dir, pack, jobs: int
         finally:
             for st in streams:
                 st.close()
-    from .index import IndexError_
-
     try:
         suggest_related(report, kb_dir, pack=pack)
-    except (OSError, IndexError_):
-        report["related"] = []  # suggestions are a hint; an unusable cache only costs them
+    except Exception as exc:
+        # Suggestions are a hint: an unusable cache only costs them. The index module is
+        # imported only when a report needs suggestions, so its error class is looked up.
+        index = sys.modules.get("denpex_kb.index")
+        if not isinstance(exc, OSError) and (
+            index is None or not isinstance(exc, index.IndexError_)
+        ):
+            raise
+        report["related"] = []
     return report
 
 

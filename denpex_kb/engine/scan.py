@@ -238,11 +238,13 @@ class _HyperscanPrefilter:
     name = "hyperscan"
 
     def __init__(self, patterns: list[tuple[str, bool]]) -> None:
+        """`patterns`: the rules' own regexes; the anchors are removed (and the bytes widened)
+        only when a database is compiled."""
         import hyperscan as hs
 
         flags = [hs.HS_FLAG_ALLOWEMPTY | (hs.HS_FLAG_CASELESS if ic else 0) for _, ic in patterns]
-        # The key covers the patterns as given and this module's code (the byte rewriting below),
-        # so the rewriting runs only when a database is compiled, not on every start-up.
+        # The key covers the patterns as given and this module's code (the rewriting below), so
+        # the rewriting runs only when a database is compiled, not on every start-up.
         code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
         key = hashlib.sha256(
             repr((hs.__version__, code, patterns, flags)).encode("utf-8", "surrogatepass")
@@ -261,7 +263,7 @@ class _HyperscanPrefilter:
         if db is None:
             from .signals import same_in_hyperscan
 
-            exprs = [byte_superset(p).encode("utf-8") for p, _ in patterns]
+            exprs = [byte_superset(deanchor(p)).encode("utf-8") for p, _ in patterns]
             # Patterns Hyperscan matches exactly as RE2 would: the line's scan names them and
             # no RE2 check is needed (signals.SignalMatcher).
             same = [
@@ -331,15 +333,10 @@ def line_finder(pattern: str):  # noqa: ANN201 - re2._Regexp
 def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = None):  # noqa: ANN201
     """The fastest available prefilter; DENPEX_KB_SCANNER=re2|hyperscan forces one."""
     given = list(patterns)
-    pats = [(deanchor(p), ic) for p, ic in given]
     choice = backend or os.environ.get("DENPEX_KB_SCANNER", "auto")
     if choice in ("auto", "hyperscan"):
         try:
-            pf = _HyperscanPrefilter(pats)
-            # an anchor removed for the scan makes the scan's pattern a superset only
-            kept = [d == p for (d, _), (p, _) in zip(pats, given, strict=True)]
-            pf.exact = [x and k for x, k in zip(pf.exact, kept, strict=True)]
-            return pf
+            return _HyperscanPrefilter(given)
         except ImportError:
             if choice == "hyperscan":
                 raise
@@ -348,4 +345,4 @@ def make_prefilter(patterns: Iterable[tuple[str, bool]], backend: str | None = N
             # validated, more slowly but exactly as the pack says.
             if choice == "hyperscan":
                 raise
-    return _Re2Prefilter(pats)
+    return _Re2Prefilter([(deanchor(p), ic) for p, ic in given])
