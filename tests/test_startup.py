@@ -85,6 +85,25 @@ def test_cached_pack_tampered_is_rebuilt(tmp_path: Path, monkeypatch: pytest.Mon
     assert load_rulepack() == good
 
 
+def test_marshal_copy_is_used_only_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import marshal
+
+    monkeypatch.setenv("DENPEX_KB_CACHE", str(tmp_path))
+    good = load_rulepack()
+    (fast,) = tmp_path.glob("pack-*.marshal")
+    (cached,) = tmp_path.glob("rulepack-*.json")
+    cached.unlink()  # the marshal copy alone serves the pack
+    assert load_rulepack() == good and not cached.exists()
+    doc = marshal.loads(fast.read_bytes())
+    doc["entries"] = doc["entries"][:1]
+    fast.write_bytes(marshal.dumps(doc))  # bytes no marker vouches for: ignored, pack rebuilt
+    assert load_rulepack() == good and cached.exists()
+    fast.write_bytes(b"\x00garbage")
+    assert load_rulepack() == good
+
+
 def _tree(root: Path) -> None:
     (root / "a").mkdir(parents=True)
     (root / "a" / "one.yaml").write_text("id: one\n")
