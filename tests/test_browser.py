@@ -40,14 +40,14 @@ CHROMIUM_FLAGS = [
 # Error strings a user pastes, and the entry that must come first. The ENOSPC family shares its
 # surface strings: the bare message leads to the FastFileWriter entry, whose look-alike list is
 # the family's full table of tells; the errno leads to the plain disk-full entry. A bare
-# DistBackendError is the wrapper of every NCCL error: the two generic NCCL entries quote it
-# equally and are equally severe, so the index order (phase, then id) puts nccl-system-error
-# first and nccl-unhandled-cuda-error second; both are right answers to look at. The bare script
+# DistBackendError is the wrapper of every NCCL error: the two generic NCCL entries both quote
+# it and are equally severe, so either may come first (their wordings and examples decide), and
+# the other must come second; both are right answers to look at. The bare script
 # name zero_to_fp32 names four entries now, so the query is the error line a user pastes.
-SEARCHES: dict[str, str] = {
+SEARCHES: dict[str, str | tuple[str, ...]] = {
     "No space left on device": "fastfilewriter-fd-leak-enospc",
     "Errno 28": "disk-full-enospc",
-    "DistBackendError": "nccl-system-error",
+    "DistBackendError": ("nccl-system-error", "nccl-unhandled-cuda-error"),
     "train_batch_size": "batch-size-mismatch",
     "CUDA out of memory. Tried to allocate 20.00 MiB": "cuda-oom-during-step",
     "ncclUnhandledCudaError": "nccl-unhandled-cuda-error",
@@ -147,7 +147,8 @@ def test_hub_offline_search_and_entry_page(hub: Path, browser) -> None:  # noqa:
     ARTIFACTS.mkdir(exist_ok=True)
     kb = load_kb(REAL_KB)
     ids = {e.id for e in kb.entries}
-    missing = sorted(v for v in SEARCHES.values() if v not in ids)
+    wanted = [x for v in SEARCHES.values() for x in ((v,) if isinstance(v, str) else v)]
+    missing = sorted(v for v in wanted if v not in ids)
     assert not missing, f"entries the search test expects are not in the KB: {missing}"
 
     s = Offline(browser)
@@ -166,8 +167,10 @@ def test_hub_offline_search_and_entry_page(hub: Path, browser) -> None:  # noqa:
             hrefs = _search(page, query)
             results[query] = hrefs
             assert hrefs, f"no results for {query!r}"
-            assert hrefs[0].endswith(f"/entries/{expected}.html"), (
-                f"{query!r}: expected {expected} first, got {[h.rsplit('/', 1)[-1] for h in hrefs[:5]]}"
+            firsts = (expected,) if isinstance(expected, str) else expected
+            top = [h.rsplit("/", 1)[-1].removesuffix(".html") for h in hrefs[: len(firsts)]]
+            assert sorted(top) == sorted(firsts), (
+                f"{query!r}: expected {firsts} first, got {[h.rsplit('/', 1)[-1] for h in hrefs[:5]]}"
             )
         first_query = next(iter(SEARCHES))
         _search(page, first_query)
