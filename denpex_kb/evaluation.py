@@ -16,7 +16,7 @@ import re
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +153,15 @@ def coverage_of(expect: str, kb_ids: frozenset[str]) -> str:
 
 
 def score(
-    case: Case, report: dict[str, Any], kb_ids: frozenset[str], cited: frozenset[str] = frozenset()
+    case: Case,
+    report: dict[str, Any],
+    kb_ids: frozenset[str],
+    cited: frozenset[str] = frozenset(),
+    label: str | None = None,
 ) -> CaseResult:
     """One case's result from the engine's report on its body. `cited`: thread URLs the
-    knowledge base cites (normalised by thread_key)."""
+    knowledge base cites (normalised by thread_key); `label`: the id the case file proposed,
+    when `relabel` resolved it."""
     hyps = hypotheses(report)
     verdict = str(report.get("verdict"))
     confident = is_confident(report)
@@ -175,6 +180,7 @@ def score(
         rank_expected=case.rank,
         rank_got=report.get("initiating_rank"),
         cited=thread_key(case.url) in cited,
+        label=label,
     )
 
 
@@ -187,8 +193,6 @@ def relabel(
     other ids than a collector proposed; the survey's mapping is where that is recorded, so
     no case file (holdout ones included) has to be reopened. A broken survey costs only the
     resolution (one warning)."""
-    from dataclasses import replace
-
     from .survey import SurveyError, covering_entry
 
     cases = list(cases)
@@ -289,17 +293,9 @@ def evaluate_cases(cases: list[Case], kb_dir: Path | None = None) -> EvalRun:
     cited = cited_threads(kb_root)
     cited |= seen_threads({c.path.parent.parent for c in cases})
     labelled, notes = relabel(cases, kb_root, kb_ids)
-    results = tuple(
-        replace_label(score(c, report_of(c), kb_ids, cited), label) for c, label in labelled
-    )
+    results = tuple(score(c, report_of(c), kb_ids, cited, label) for c, label in labelled)
     info = {"content_hash": pack["content_hash"], "kb_version": pack["kb_version"]}
     return EvalRun(results, info, tuple(_warnings(cases, kb_ids) + notes))
-
-
-def replace_label(result: CaseResult, label: str | None) -> CaseResult:
-    from dataclasses import replace
-
-    return replace(result, label=label) if label else result
 
 
 # --- Aggregates ----------------------------------------------------------------------------------
@@ -608,8 +604,8 @@ def render_text(run: EvalRun, comparison: Comparison | None, summary: bool = Fal
     relabelled = sum(r.label is not None for r in res)
     if relabelled:
         out[-1:] = [
-            f"{relabelled} case(s) propose an id that kb/survey/causes.tsv now maps to an entry: "
-            "scored against that entry",
+            f"{relabelled} case(s) propose an id that the survey (kb/survey) now maps to an "
+            "entry: scored against that entry",
             "",
         ]
     if res:

@@ -235,10 +235,10 @@ def _keep_fast(fingerprint: str, pack: dict[str, Any]) -> None:
     import marshal
 
     try:
-        from ..rulepack import write_atomic
+        from ..atomic import write_file  # not rulepack: it imports the model and the vectors
 
         data = marshal.dumps(pack)
-        write_atomic(_fast_path(fingerprint), data)
+        write_file(_fast_path(fingerprint), data)
         _remember(_marker("marshal", data))
     except (OSError, ValueError):
         pass  # a read-only cache only costs the JSON parse next time

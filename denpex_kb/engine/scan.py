@@ -281,10 +281,10 @@ class _HyperscanPrefilter:
                 same = [False] * len(exprs)
             marks = bytes(b"01"[x] for x in same)
             try:
-                from ..rulepack import write_atomic
+                from ..atomic import write_file
 
-                write_atomic(path, hs.dumpb(db))
-                write_atomic(exact_path, marks)
+                write_file(path, hs.dumpb(db))
+                write_file(exact_path, marks)
             except OSError:
                 pass
         self._db = db
