@@ -16,7 +16,6 @@ standard library is imported here: `match` reaches this module before anything h
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,6 +61,8 @@ class Bundle:
 
     def prebuilt_manifest(self) -> dict[str, object]:
         """What the wheel build recorded about the prebuilt pack and index ({} when none)."""
+        import json  # only a wheel has the manifest: a checkout's `match` needs no json
+
         try:
             data = json.loads((self.prebuilt_dir / PREBUILT_MANIFEST).read_text("utf-8"))
         except (OSError, ValueError):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 import click
@@ -388,6 +387,8 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*]|[0-9]+\.)\s+")
 
 def _wrap(text: str, indent: str = "  ") -> str:
     """Re-flow Markdown prose for a terminal, keeping paragraphs and list items apart."""
+    import textwrap  # `show` only: not on `match`'s start-up
+
     paras: list[str] = []
     for para in text.strip().split("\n\n"):
         blocks: list[str] = []
@@ -412,6 +413,8 @@ def _wrap(text: str, indent: str = "  ") -> str:
 
 def render_entry_text(entry) -> str:  # noqa: ANN001 - model.Entry
     """An entry as plain text for a terminal."""
+    import textwrap
+
     out: list[str] = []
     add = out.append
     add(f"{entry.title}")

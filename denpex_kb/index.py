@@ -8,7 +8,6 @@ backend must stay replaceable). Tokenising lives in `errortext`, which knows not
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import random
@@ -20,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .sha import sha256
 
 if TYPE_CHECKING:  # the model is needed only to build an index, not to search one
     from .model import Entry, KnowledgeBase
@@ -149,8 +150,8 @@ def kb_fingerprint(kb_dir: str | Path) -> str:
         except OSError:
             pass
     files: list[tuple[str, Path]] = []
-    sig = hashlib.sha256(INDEX_FORMAT.encode() + b"\0" + os.fsencode(str(root.resolve())))
-    sig.update(hashlib.sha256(code).digest())
+    sig = sha256(INDEX_FORMAT.encode() + b"\0" + os.fsencode(str(root.resolve())))
+    sig.update(sha256(code).digest())
     racy = False
     now = time.time()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -175,7 +176,7 @@ def kb_fingerprint(kb_dir: str | Path) -> str:
             if len(got) == 64 and all(c in "0123456789abcdef" for c in got):
                 _FINGERPRINTS[key] = got
                 return got
-    h = hashlib.sha256(INDEX_FORMAT.encode())
+    h = sha256(INDEX_FORMAT.encode())
     h.update(code)
     for rel, path in files:
         h.update(rel.encode() + b"\0")
@@ -339,7 +340,7 @@ def _layers_fingerprint(roots: list[Path]) -> str:
     if len(roots) == 1:
         return kb_fingerprint(roots[0])
     joined = "\0".join(["layers", *(kb_fingerprint(r) for r in roots)])
-    return hashlib.sha256(joined.encode()).hexdigest()
+    return sha256(joined.encode()).hexdigest()
 
 
 def _kb_roots(kb_dir: str | Path | list[str | Path] | tuple[str | Path, ...] | None) -> list[Path]:

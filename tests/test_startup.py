@@ -29,16 +29,26 @@ HEAVY = (
     "denpex_kb.kb",
     "denpex_kb.model",
 )
+# modules a plain log's warm `match` with the bundled pack has no use for: OpenSSL's hashlib
+# (denpex_kb.sha), the decompressors (compressed input only), json (the marshal copy), textwrap
+LAZY = (
+    "hashlib",
+    "gzip",
+    "bz2",
+    "lzma",
+    "json",
+    "textwrap",
+)
 
 
 def _env(cache: Path) -> dict[str, str]:
     return dict(os.environ, DENPEX_KB_CACHE=str(cache), PYTHONPATH=str(ROOT))
 
 
-def _imported_by_match(cache: Path, *args: str) -> list[str]:
+def _imported_by_match(cache: Path, *args: str, watch: tuple[str, ...] = HEAVY) -> list[str]:
     code = (
         "import sys, atexit\n"
-        f"heavy = {HEAVY!r}\n"
+        f"heavy = {watch!r}\n"
         "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join("
         "m for m in heavy if m in sys.modules) + '\\n'))\n"
         "from denpex_kb.cli import main\n"
@@ -57,6 +67,7 @@ def test_warm_match_imports_no_checker(tmp_path: Path) -> None:
     first = _imported_by_match(tmp_path, str(LOG))
     assert "denpex_kb.rulepack" in first  # the cold run builds and checks the pack
     assert _imported_by_match(tmp_path, str(LOG)) == []
+    assert _imported_by_match(tmp_path, str(LOG), watch=LAZY) == []
 
 
 def test_rules_file_checked_once_per_content(tmp_path: Path) -> None:
@@ -176,3 +187,15 @@ def test_search_imports_whoosh_without_asyncio_or_urllib_request(tmp_path: Path)
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == ""
+
+
+def test_sha256_without_hashlib_gives_hashlib_digests() -> None:
+    import hashlib
+
+    from denpex_kb.sha import sha256
+
+    for data in (b"", b"denpex", bytes(range(256)) * 300):
+        h = sha256(data[:7])
+        h.update(data[7:])
+        assert h.hexdigest() == hashlib.sha256(data).hexdigest()
+        assert h.copy().digest() == hashlib.sha256(data).digest()

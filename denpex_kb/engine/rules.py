@@ -4,14 +4,13 @@ not parse and validate YAML on every run."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..sha import sha256
 
 
 class RulesError(Exception):
@@ -48,7 +47,7 @@ def kb_fingerprint(kb_dir: Path, location: bool = True) -> str:
     modified in the last RACY_SECONDS (then it is always read)."""
     import time
 
-    head = hashlib.sha256()
+    head = sha256()
     head.update(f"denpex-kb {__version__}\n".encode())
     if location:
         head.update(os.fsencode(str(kb_dir.resolve())) + b"\0")
@@ -137,7 +136,7 @@ def _layers_fingerprint(roots: list[Path]) -> str:
     if len(roots) == 1:
         return kb_fingerprint(roots[0])
     joined = "\0".join(["layers", *(kb_fingerprint(r) for r in roots)])
-    return hashlib.sha256(joined.encode()).hexdigest()[:32]
+    return sha256(joined.encode()).hexdigest()[:32]
 
 
 def _read_capped(path: Path, what: str) -> bytes:
@@ -166,8 +165,8 @@ def _marker(kind: str, data: bytes) -> Path:
     """Where a check already passed on these exact bytes is remembered ("checked" markers in
     the per-user cache): keyed by the bytes and by the code and schemas that check them, so
     that `match` does not import and rerun the checker (JSON Schema, the exporter) each time."""
-    h = hashlib.sha256(kind.encode() + b"\0" + __version__.encode() + b"\0")
-    h.update(hashlib.sha256(data).digest())
+    h = sha256(kind.encode() + b"\0" + __version__.encode() + b"\0")
+    h.update(sha256(data).digest())
     pkg = Path(__file__).resolve().parent.parent
     for p in [pkg / "rulepack.py", pkg / "kb.py", *sorted((pkg / "schemas").glob("*.json"))]:
         try:
@@ -187,6 +186,8 @@ def _remember(marker: Path) -> None:
 
 def _verified(data: bytes) -> dict[str, Any] | None:
     """The cached pack if its content hash matches its content, else None (then rebuilt)."""
+    import json  # not at import: the marshal copy (_fast_pack) usually spares it
+
     try:
         pack = json.loads(data)
     except ValueError:
@@ -284,6 +285,8 @@ def load_rulepack(
     if path is not None:
         data = _read_capped(Path(path), "rule pack")
         marker = _marker("valid", data)
+        import json
+
         try:
             pack = json.loads(data)
             if not marker.is_file():  # the same bytes passed before: no JSON Schema import

@@ -9,11 +9,11 @@ decoded, normalised, attributed and checked exactly (signals.py).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..sha import sha256
 from .rules import cache_dir
 
 
@@ -245,8 +245,8 @@ class _HyperscanPrefilter:
         flags = [hs.HS_FLAG_ALLOWEMPTY | (hs.HS_FLAG_CASELESS if ic else 0) for _, ic in patterns]
         # The key covers the patterns as given and this module's code (the rewriting below), so
         # the rewriting runs only when a database is compiled, not on every start-up.
-        code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-        key = hashlib.sha256(
+        code = sha256(Path(__file__).read_bytes()).hexdigest()
+        key = sha256(
             repr((hs.__version__, code, patterns, flags)).encode("utf-8", "surrogatepass")
         ).hexdigest()[:32]
         path = cache_dir() / f"hs-{key}.db"
