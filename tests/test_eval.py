@@ -435,3 +435,37 @@ def test_a_broken_survey_costs_only_the_resolution(tmp_path: Path) -> None:
     assert [(c.expect, label) for c, label in pairs] == [("label-a", None)]
     assert len(notes) == 1 and "causes.tsv:1" in notes[0]
     assert ev.relabel(load_cases([tmp_path / "corpus"]), tmp_path / "nokb", frozenset())[1] == []
+
+
+def test_a_resolved_label_reaches_json_and_the_summary_counts_it() -> None:
+    from denpex_kb.corpus import Case
+
+    ids = frozenset({"disk-full-enospc"})
+    report = {"verdict": "none", "root_cause": None, "differential": [], "probable": []}
+
+    def case(cid: str) -> Case:
+        return Case(
+            id=cid,
+            path=Path(f"dev/{cid}.log"),
+            url=f"https://example.invalid/composed/{cid}",
+            expect="disk-full-enospc",
+            covered=False,
+            phase="checkpoint",
+            evidence="x",
+            split="dev",
+            rank=None,
+            note=None,
+            body=b"OSError: [Errno 28] No space left on device\n",
+        )
+
+    resolved = ev.score(case("r"), report, ids, label="proposed-enospc-id")
+    plain = ev.score(case("p"), report, ids)
+    run = ev.EvalRun((resolved, plain), {"content_hash": "sha256:x", "kb_version": "0"}, ())
+    cases = {c["id"]: c for c in ev.to_json(run, None)["cases"]}
+    assert (cases["r"]["label"], cases["p"]["label"]) == ("proposed-enospc-id", None)
+    assert cases["r"]["expect"] == "disk-full-enospc"  # scored against the entry, not the label
+    for summary in (True, False):
+        text = ev.render_text(run, None, summary=summary)
+        assert "1 case(s) propose an id that the survey" in text
+    alone = ev.EvalRun((plain,), run.rulepack, ())
+    assert "propose an id" not in ev.render_text(alone, None, summary=True)
