@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .sha import sha256
+from .digest import sha256
 
 if TYPE_CHECKING:  # the model is needed only to build an index, not to search one
     from .model import Entry, KnowledgeBase

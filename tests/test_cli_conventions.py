@@ -305,7 +305,7 @@ def test_every_imported_package_is_a_declared_dependency() -> None:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
     # stdlib modules of other CPython releases than this one: _sha2 is 3.12+'s SHA-2 module,
-    # which denpex_kb.sha tries before 3.11's _sha256
+    # which denpex_kb.digest tries before 3.11's _sha256
     other_stdlib = {"_sha2"}
     third_party = {
         m

@@ -30,7 +30,7 @@ HEAVY = (
     "denpex_kb.model",
 )
 # modules a plain log's warm `match` with the bundled pack has no use for: OpenSSL's hashlib
-# (denpex_kb.sha), the decompressors (compressed input only), json (the marshal copy), textwrap
+# (denpex_kb.digest), the decompressors (compressed input only), json (the marshal copy), textwrap
 LAZY = (
     "hashlib",
     "gzip",
@@ -189,13 +189,16 @@ def test_search_imports_whoosh_without_asyncio_or_urllib_request(tmp_path: Path)
     assert p.stdout.strip() == ""
 
 
-def test_sha256_without_hashlib_gives_hashlib_digests() -> None:
+def test_digests_without_hashlib_are_hashlibs() -> None:
     import hashlib
 
-    from denpex_kb.sha import sha256
+    from denpex_kb.digest import blake2b, sha256
 
     for data in (b"", b"denpex", bytes(range(256)) * 300):
         h = sha256(data[:7])
         h.update(data[7:])
         assert h.hexdigest() == hashlib.sha256(data).hexdigest()
         assert h.copy().digest() == hashlib.sha256(data).digest()
+        b = blake2b(data[:7], digest_size=32)
+        b.update(data[7:])
+        assert b.hexdigest() == hashlib.blake2b(data, digest_size=32).hexdigest()

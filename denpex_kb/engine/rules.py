@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..sha import sha256
+from ..digest import blake2b, sha256
 
 
 class RulesError(Exception):
@@ -165,8 +165,9 @@ def _marker(kind: str, data: bytes) -> Path:
     """Where a check already passed on these exact bytes is remembered ("checked" markers in
     the per-user cache): keyed by the bytes and by the code and schemas that check them, so
     that `match` does not import and rerun the checker (JSON Schema, the exporter) each time."""
-    h = sha256(kind.encode() + b"\0" + __version__.encode() + b"\0")
-    h.update(sha256(data).digest())
+    # BLAKE2b: these are megabytes on every run (denpex_kb.digest says why not SHA-256)
+    h = blake2b(kind.encode() + b"\0" + __version__.encode() + b"\0", digest_size=32)
+    h.update(data)
     pkg = Path(__file__).resolve().parent.parent
     for p in [pkg / "rulepack.py", pkg / "kb.py", *sorted((pkg / "schemas").glob("*.json"))]:
         try:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..sha import sha256
+from ..digest import sha256
 from .rules import cache_dir
 
 
