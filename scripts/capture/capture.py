@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CASES = HERE / "cases"
 DEFAULT_STATE = REPO / ".capture"
-VERSIONS = ("0.19.0", "0.19.1")
+VERSIONS = ("0.19.0", "0.19.1", "0.16.4")  # venvs shown as <venv-dsX>
 
 
 class Skip(Exception):
@@ -306,7 +306,8 @@ class Ctx:
 
     # -- one-time preparations shared between cases (kept in the work dir)
     def ensure_ops(self, *ops: str) -> None:
-        """JIT-build ops once per venv (async_io needs libaio-dev; about 3.5 min)."""
+        """JIT-build ops once per venv (async_io needs libaio-dev; about 3.5 min; the CPU
+        accelerator's deepspeed_shm_comm about 1-2 min)."""
         if "async_io" in ops and not has_libaio_dev():
             raise Skip("needs libaio-dev (apt-get install -y libaio-dev) for the async_io op")
         missing = [op for op in ops if not list(self.ext_dir.glob(f"{op}/*.so"))]
@@ -321,6 +322,10 @@ class Ctx:
             loaders = {
                 "async_io": "from deepspeed.ops.op_builder import AsyncIOBuilder as B",
                 "utils": "from deepspeed.ops.op_builder.utils import UtilsBuilder as B",
+                # built by the first deepspeed.initialize of a venv; prebuilt so that its
+                # compiler lines stay out of that case's log
+                "deepspeed_shm_comm": "from deepspeed.ops.op_builder.cpu import "
+                "ShareMemCommBuilder as B",
             }
             for op in missing:
                 self.sh(self.py, "-c", f"{loaders[op]}; B().load(verbose=False)", timeout=3600)
@@ -438,6 +443,9 @@ _VOLATILE = [
     (r"\[\.\.\. \d+ lines of", "[... N lines of"),  # our own elision marker
     (r"[\d.]+/[\d.]+ [kMG]?B [\d.]+ [kMG]?B/s", "<progress>"),
     (r"total \d+(\.\d+)?s?", "total <n>"),
+    (r"(Time to load \w+ op: )[\d.]+ seconds", r"\1<secs>"),  # JIT op load
+    (r"used = [\d.]+ GB, percent = [\d.]+%", "used = <n> GB, percent = <n>%"),  # see_memory_usage
+    (r"(RunningAvgSamplesPerSec|CurrSamplesPerSec)=[\d.e+-]+", r"\1=<rate>"),  # throughput timer
 ]
 
 

@@ -1453,6 +1453,58 @@ def _(ctx: Ctx) -> Output:
     return ctx.run([ctx.py, "-c", "import deepspeed"], single=True)
 
 
+# -- ZeRO-1/2 optimizer-offload gradient norm on DeepSpeed 0.16.4 (needs .capture/venv-ds0.16.4,
+# see the README): the two failures of complete_grad_norm_calculation_for_cpu_offload, each with
+# the same run minus its trigger as a healthy counterpart. One process, ZeRO-2, a client AdamW.
+
+
+def _zero12_offload(mode: str):
+    def fn(ctx: Ctx) -> Output:
+        ctx.ensure_ops("deepspeed_shm_comm")  # else the first case's log holds its build
+        return ctx.python("zero12_offload_step.py", mode, single=True, timeout=400)
+
+    return fn
+
+
+for _name, _mode, _healthy, _desc in (
+    (
+        "zero-zero2-offload-bf16-inf-loss-ds0.16.4",
+        "inf-loss",
+        False,
+        "ZeRO-2 + offload_optimizer cpu, bf16, one process: the third step's loss times inf; "
+        "scaled_global_norm stacks the integer -1 marker: vector_norm 'Got Long'",
+    ),
+    (
+        "healthy-single-zero2-offload-bf16-ds0.16.4",
+        "finite-loss",
+        True,
+        "the same ZeRO-2 + offload_optimizer + bf16 run with every loss finite: 3 steps",
+    ),
+    (
+        "zero-zero2-offload-unused-param-ds0.16.4",
+        "unused-param",
+        False,
+        "ZeRO-2 + offload_optimizer cpu, ignore_unused_parameters false, a Linear the forward "
+        "never calls: 'This assert indicates that your module has parameters that'",
+    ),
+    (
+        "healthy-single-zero2-offload-strict-unused-check-ds0.16.4",
+        "all-params-used",
+        True,
+        "the same ZeRO-2 + offload_optimizer + ignore_unused_parameters false run with every "
+        "Linear in the forward: 3 steps",
+    ),
+):
+    case(
+        _name,
+        "healthy" if _healthy else "zero",
+        _desc,
+        venv="0.16.4",
+        healthy=_healthy,
+        expect_rc="zero" if _healthy else "nonzero",
+    )(_zero12_offload(_mode))
+
+
 # --------------------------------------------------------------------------- build and launcher
 # environment: a script started without a launcher, a launcher flag that overrides the
 # environment, a JIT build without ninja
