@@ -43,14 +43,20 @@ def test_perturbed_error_lines_rank_their_entry_first(kb, index: TextIndex) -> N
     # and operators, which the tokenizer drops: a minimum version check and an upper-bound pin
     # printed by the same require_version template) cannot both rank first: each may yield to
     # the other, and the match rules tell them apart.
+    # Likewise a probe all of whose words are in a line another entry quotes (a bare config key
+    # such as `zero_optimization`, from a pydantic location line, inside another entry's remedy
+    # line): the query cannot prefer either, so that entry may rank first too.
     all_probes = list(probes(kb))
     words = {p: tuple(t for t, _, _ in tokens(p.variant)) for p in all_probes}
     twins: dict[tuple, set[str]] = {}
     for p in all_probes:
         twins.setdefault(words[p], set()).add(p.entry_id)
+    quoted = [(p.entry_id, set(words[p])) for p in all_probes]
     failures = []
     for probe in all_probes:
-        same_words = twins[words[probe]] - {probe.entry_id} - set(probe.also_matching)
+        mine = set(words[probe])
+        covering = {e for e, ws in quoted if mine <= ws}
+        same_words = (twins[words[probe]] | covering) - {probe.entry_id} - set(probe.also_matching)
         allowed = 1 + len(probe.also_matching) + len(same_words)
         hits = [h.id for h in index.search(probe.variant, limit=allowed)]
         if probe.entry_id not in hits:
