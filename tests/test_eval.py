@@ -348,27 +348,34 @@ def test_thread_key_and_cited_threads(tmp_path: Path) -> None:
     assert key("https://github.com/a/b/issues/4") not in cited
 
 
-def test_cited_cases_are_reported_apart() -> None:
-    ids = frozenset({"disk-full-enospc"})
-    body = b"OSError: [Errno 28] No space left on device\n"
-    report = {"verdict": "none", "root_cause": None, "differential": [], "probable": []}
+ENOSPC = b"OSError: [Errno 28] No space left on device\n"
+NO_VERDICT = {"verdict": "none", "root_cause": None, "differential": [], "probable": []}
+
+
+def enospc_case(cid: str, split: str, url: str, covered: bool = True):  # noqa: ANN201
+    """A composed case whose body is one ENOSPC line, expecting disk-full-enospc."""
     from denpex_kb.corpus import Case
 
-    case = Case(
-        id="c1",
-        path=Path("holdout/c1.log"),
-        url="https://github.com/a/b/issues/3",
+    return Case(
+        id=cid,
+        path=Path(f"{split}/{cid}.log"),
+        url=url,
         expect="disk-full-enospc",
-        covered=True,
+        covered=covered,
         phase="checkpoint",
         evidence="x",
-        split="holdout",
+        split=split,
         rank=None,
         note=None,
-        body=body,
+        body=ENOSPC,
     )
-    seen = ev.score(case, report, ids, frozenset({ev.thread_key(case.url)}))
-    unseen = ev.score(case, report, ids, frozenset())
+
+
+def test_cited_cases_are_reported_apart() -> None:
+    ids = frozenset({"disk-full-enospc"})
+    case = enospc_case("c1", "holdout", "https://github.com/a/b/issues/3")
+    seen = ev.score(case, NO_VERDICT, ids, frozenset({ev.thread_key(case.url)}))
+    unseen = ev.score(case, NO_VERDICT, ids, frozenset())
     assert (seen.exposure, unseen.exposure) == ("holdout, cited by kb", "holdout, never cited")
 
 
@@ -438,28 +445,13 @@ def test_a_broken_survey_costs_only_the_resolution(tmp_path: Path) -> None:
 
 
 def test_a_resolved_label_reaches_json_and_the_summary_counts_it() -> None:
-    from denpex_kb.corpus import Case
-
     ids = frozenset({"disk-full-enospc"})
-    report = {"verdict": "none", "root_cause": None, "differential": [], "probable": []}
 
-    def case(cid: str) -> Case:
-        return Case(
-            id=cid,
-            path=Path(f"dev/{cid}.log"),
-            url=f"https://example.invalid/composed/{cid}",
-            expect="disk-full-enospc",
-            covered=False,
-            phase="checkpoint",
-            evidence="x",
-            split="dev",
-            rank=None,
-            note=None,
-            body=b"OSError: [Errno 28] No space left on device\n",
-        )
+    def case(cid: str):  # noqa: ANN202
+        return enospc_case(cid, "dev", f"https://example.invalid/composed/{cid}", covered=False)
 
-    resolved = ev.score(case("r"), report, ids, label="proposed-enospc-id")
-    plain = ev.score(case("p"), report, ids)
+    resolved = ev.score(case("r"), NO_VERDICT, ids, label="proposed-enospc-id")
+    plain = ev.score(case("p"), NO_VERDICT, ids)
     run = ev.EvalRun((resolved, plain), {"content_hash": "sha256:x", "kb_version": "0"}, ())
     cases = {c["id"]: c for c in ev.to_json(run, None)["cases"]}
     assert (cases["r"]["label"], cases["p"]["label"]) == ("proposed-enospc-id", None)

@@ -284,10 +284,10 @@ def load_rulepack(
     remembered per content (`_marker`): the same bytes are not checked twice.
     """
     if path is not None:
+        import json  # a given pack file is JSON; the bundled path reads the marshal copy
+
         data = _read_capped(Path(path), "rule pack")
         marker = _marker("valid", data)
-        import json
-
         try:
             pack = json.loads(data)
             if not marker.is_file():  # the same bytes passed before: no JSON Schema import
